@@ -1,0 +1,126 @@
+// Package options holds the syncer's command-line flags: Options are parsed from flags, completed
+// and validated, then turned into the plain Config the engine takes.
+package options
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+)
+
+// Options are the syncer's flags. The first group keeps the names of the release-0.14 syncer.
+type Options struct {
+	FromKubeconfig string
+	FromContext    string
+	ToKubeconfig   string
+	ToContext      string
+	SyncTargetName string
+	SyncTargetUID  string
+	QPS            float32
+	Burst          int
+
+	Workers                int
+	AdoptExisting          bool
+	MetricsBindAddress     string
+	DiscoveryRefreshPeriod time.Duration
+	ConflictRecheckPeriod  time.Duration
+
+	klogFlags *flag.FlagSet
+}
+
+// NewOptions returns the defaults.
+func NewOptions() *Options {
+	return &Options{
+		QPS:                    50,
+		Burst:                  100,
+		Workers:                8,
+		MetricsBindAddress:     ":8080",
+		DiscoveryRefreshPeriod: 5 * time.Minute,
+		ConflictRecheckPeriod:  time.Minute,
+	}
+}
+
+// AddFlags registers the flags, klog's among them (-v, --vmodule, ...).
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.FromKubeconfig, "from-kubeconfig", o.FromKubeconfig, "Kubeconfig of the upstream (mailbox workspace). Required.")
+	fs.StringVar(&o.FromContext, "from-context", o.FromContext, "Context in --from-kubeconfig to use (default: its current context).")
+	fs.StringVar(&o.ToKubeconfig, "to-kubeconfig", o.ToKubeconfig, "Kubeconfig of the downstream (edge cluster); empty means the in-cluster config.")
+	fs.StringVar(&o.ToContext, "to-context", o.ToContext, "Context in --to-kubeconfig to use.")
+	fs.StringVar(&o.SyncTargetName, "sync-target-name", o.SyncTargetName, "Name of the sync target; it identifies this syncer's objects downstream (label "+"edge.kubestellar.io/downsynced-by).")
+	fs.StringVar(&o.SyncTargetUID, "sync-target-uid", o.SyncTargetUID, "UID of the sync target. Required.")
+	fs.Float32Var(&o.QPS, "qps", o.QPS, "Client-side limit of requests per second to each apiserver.")
+	fs.IntVar(&o.Burst, "burst", o.Burst, "Client-side burst of requests to each apiserver.")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "Number of downsync workers.")
+	fs.BoolVar(&o.AdoptExisting, "adopt-existing", o.AdoptExisting, "Take over downstream objects that exist without the syncer's mark (default: leave them alone and report a conflict).")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
+	fs.DurationVar(&o.DiscoveryRefreshPeriod, "discovery-refresh-period", o.DiscoveryRefreshPeriod, "How often discovery is re-read as a safety net for APIs that appear without a CRD; 0 disables it.")
+	fs.DurationVar(&o.ConflictRecheckPeriod, "conflict-recheck-period", o.ConflictRecheckPeriod, "How often an object blocked by an unowned downstream object is looked at again.")
+
+	o.klogFlags = flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(o.klogFlags)
+	fs.AddGoFlagSet(o.klogFlags)
+}
+
+// Complete fills in what follows from other flags.
+func (o *Options) Complete() error {
+	if o.Workers <= 0 {
+		o.Workers = 1
+	}
+	return nil
+}
+
+// Validate reports every flag error at once.
+func (o *Options) Validate() error {
+	var errs []string
+	if o.FromKubeconfig == "" {
+		errs = append(errs, "--from-kubeconfig is required")
+	}
+	if o.SyncTargetUID == "" {
+		errs = append(errs, "--sync-target-uid is required")
+	}
+	if o.QPS <= 0 || o.Burst <= 0 {
+		errs = append(errs, "--qps and --burst must be positive")
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// RESTConfigs loads the two kubeconfigs. Errors name the flag and the file, in one line.
+func (o *Options) RESTConfigs() (upstream, downstream *rest.Config, err error) {
+	upstream, err = load(o.FromKubeconfig, o.FromContext)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--from-kubeconfig %s: %w", o.FromKubeconfig, err)
+	}
+	if o.ToKubeconfig == "" {
+		downstream, err = rest.InClusterConfig()
+		if err != nil {
+			return nil, nil, fmt.Errorf("--to-kubeconfig is empty and the in-cluster config is not usable: %w", err)
+		}
+	} else if downstream, err = load(o.ToKubeconfig, o.ToContext); err != nil {
+		return nil, nil, fmt.Errorf("--to-kubeconfig %s: %w", o.ToKubeconfig, err)
+	}
+	for _, c := range []*rest.Config{upstream, downstream} {
+		c.QPS, c.Burst = o.QPS, o.Burst
+		c.UserAgent = "kubestellar-syncer/" + o.SyncTargetName
+	}
+	return upstream, downstream, nil
+}
+
+func load(path, context string) (*rest.Config, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, err
+	}
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: context}
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+}

@@ -1,0 +1,242 @@
+package mapping
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Options are the syncer's identity as written into the marks.
+type Options struct {
+	// OwnerLabelValue is the value of OwnerLabel on every downstream object the syncer writes.
+	OwnerLabelValue string
+}
+
+// metadataFromSource are the metadata fields that belong to the cluster the object was read from.
+var metadataFromSource = []string{
+	"uid", "resourceVersion", "generation", "managedFields", "creationTimestamp", "deletionTimestamp",
+	"deletionGracePeriodSeconds", "ownerReferences", "finalizers", "selfLink",
+}
+
+// sourceAnnotation tells whether an annotation belongs to the source cluster and is not copied.
+func sourceAnnotation(key string) bool {
+	if key == "kubectl.kubernetes.io/last-applied-configuration" || key == UpsyncedAnnotation || key == HashAnnotation {
+		return true
+	}
+	// kcp's bookkeeping: kcp.io/cluster, kcp.io/path, internal.workload.kcp.io/..., etc.
+	domain, _, found := strings.Cut(key, "/")
+	return found && (domain == "kcp.io" || strings.HasSuffix(domain, ".kcp.io"))
+}
+
+// ToDownstream returns the object to apply downstream for an upstream object: a copy without what
+// belongs to the source cluster, with the ownership marks and the digest of its content. The upstream
+// object is not modified.
+func ToDownstream(up *unstructured.Unstructured, opts Options) (*unstructured.Unstructured, error) {
+	if up.GetName() == "" || up.GetKind() == "" || up.GetAPIVersion() == "" {
+		return nil, fmt.Errorf("object without apiVersion, kind or name")
+	}
+	out := up.DeepCopy()
+	meta, _ := out.Object["metadata"].(map[string]interface{})
+	for _, f := range metadataFromSource {
+		delete(meta, f)
+	}
+	delete(out.Object, "status")
+	stripAllocated(out)
+
+	annotations := map[string]string{}
+	for k, v := range out.GetAnnotations() {
+		if !sourceAnnotation(k) {
+			annotations[k] = v
+		}
+	}
+	annotations[DownsyncedAnnotation] = MarkOf(out)
+	labels := out.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[OwnerLabel] = opts.OwnerLabelValue
+	out.SetLabels(labels)
+	out.SetAnnotations(annotations)
+
+	digest, err := contentHash(out)
+	if err != nil {
+		return nil, err
+	}
+	annotations[HashAnnotation] = digest
+	out.SetAnnotations(annotations)
+	return out, nil
+}
+
+// stripAllocated removes fields that the destination apiserver or its controllers allocate, and that
+// would be wrong (or rejected) when copied from the source cluster.
+func stripAllocated(obj *unstructured.Unstructured) {
+	gk := obj.GroupVersionKind().GroupKind()
+	switch {
+	case gk.Group == "" && gk.Kind == "Service":
+		if ip, _, _ := unstructured.NestedString(obj.Object, "spec", "clusterIP"); ip != "None" {
+			unstructured.RemoveNestedField(obj.Object, "spec", "clusterIP")
+			unstructured.RemoveNestedField(obj.Object, "spec", "clusterIPs")
+		}
+		unstructured.RemoveNestedField(obj.Object, "spec", "healthCheckNodePort")
+		if ports, ok, _ := unstructured.NestedSlice(obj.Object, "spec", "ports"); ok {
+			for _, p := range ports {
+				if m, ok := p.(map[string]interface{}); ok {
+					delete(m, "nodePort")
+				}
+			}
+			_ = unstructured.SetNestedSlice(obj.Object, ports, "spec", "ports")
+		}
+	case gk.Group == "" && gk.Kind == "PersistentVolumeClaim":
+		unstructured.RemoveNestedField(obj.Object, "spec", "volumeName")
+	case gk.Group == "" && gk.Kind == "ServiceAccount":
+		delete(obj.Object, "secrets")
+	case gk.Group == "" && gk.Kind == "Pod":
+		unstructured.RemoveNestedField(obj.Object, "spec", "nodeName")
+	case gk.Group == "" && gk.Kind == "Namespace":
+		unstructured.RemoveNestedField(obj.Object, "spec", "finalizers")
+	case gk.Group == "batch" && gk.Kind == "Job":
+		// The source apiserver generated the selector from the source object's UID; the destination
+		// generates its own unless the user chose the selector.
+		if manual, _, _ := unstructured.NestedBool(obj.Object, "spec", "manualSelector"); !manual {
+			unstructured.RemoveNestedField(obj.Object, "spec", "selector")
+			for _, l := range []string{"controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name"} {
+				unstructured.RemoveNestedField(obj.Object, "spec", "template", "metadata", "labels", l)
+			}
+		}
+	}
+}
+
+// contentHash digests the object as it would be applied, without the digest annotation itself.
+// encoding/json sorts map keys, so equal content gives equal digests.
+func contentHash(obj *unstructured.Unstructured) (string, error) {
+	data, err := json.Marshal(obj.Object)
+	if err != nil {
+		return "", fmt.Errorf("encoding %s for its digest: %w", MarkOf(obj), err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])[:20], nil
+}
+
+// UpToDate tells whether the downstream object already carries everything the desired object asks
+// for: the same digest (so nothing was removed upstream since the last apply) and every field of the
+// desired object with the same value (so nobody changed a field the syncer owns). Fields the desired
+// object does not name (defaults, fields of edge controllers, status) are not compared.
+func UpToDate(desired, actual *unstructured.Unstructured) bool {
+	if actual == nil {
+		return false
+	}
+	if desired.GetAnnotations()[HashAnnotation] != actual.GetAnnotations()[HashAnnotation] {
+		return false
+	}
+	return Subset(desired.Object, actual.Object)
+}
+
+// Subset tells whether every field of want is in have with an equal value. Lists must have the same
+// length and match element by element. A missing field counts as present when want's value for it is
+// empty (nil, {} or []).
+func Subset(want, have interface{}) bool {
+	switch w := want.(type) {
+	case map[string]interface{}:
+		h, ok := have.(map[string]interface{})
+		if !ok {
+			return len(w) == 0 && have == nil
+		}
+		for k, wv := range w {
+			hv, ok := h[k]
+			if !ok {
+				if isEmpty(wv) {
+					continue
+				}
+				return false
+			}
+			if !Subset(wv, hv) {
+				return false
+			}
+		}
+		return true
+	case []interface{}:
+		h, ok := have.([]interface{})
+		if !ok {
+			return len(w) == 0 && have == nil
+		}
+		if len(w) != len(h) {
+			return false
+		}
+		for i := range w {
+			if !Subset(w[i], h[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		if wf, ok := number(want); ok {
+			hf, ok := number(have)
+			return ok && wf == hf
+		}
+		return reflect.DeepEqual(want, have)
+	}
+}
+
+func isEmpty(v interface{}) bool {
+	switch t := v.(type) {
+	case nil:
+		return true
+	case map[string]interface{}:
+		return len(t) == 0
+	case []interface{}:
+		return len(t) == 0
+	}
+	return false
+}
+
+func number(v interface{}) (float64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case float64:
+		return n, true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// EqualApartFromStatus tells whether two versions of one object differ only in status and in
+// bookkeeping that changes with every write (resourceVersion, managedFields). Downsync ignores such
+// changes upstream (they are status return's business) and downstream (an edge controller writing
+// status is no drift).
+func EqualApartFromStatus(a, b *unstructured.Unstructured) bool {
+	return reflect.DeepEqual(stripVolatile(a.Object), stripVolatile(b.Object))
+}
+
+func stripVolatile(obj map[string]interface{}) map[string]interface{} {
+	out := make(map[string]interface{}, len(obj))
+	for k, v := range obj {
+		if k == "status" {
+			continue
+		}
+		if k == "metadata" {
+			if m, ok := v.(map[string]interface{}); ok {
+				mm := make(map[string]interface{}, len(m))
+				for mk, mv := range m {
+					if mk != "resourceVersion" && mk != "managedFields" {
+						mm[mk] = mv
+					}
+				}
+				v = mm
+			}
+		}
+		out[k] = v
+	}
+	return out
+}

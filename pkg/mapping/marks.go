@@ -1,0 +1,73 @@
+package mapping
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+const (
+	// DownsyncedAnnotation marks a downstream object written by the syncer. Its value is
+	// <Kind>/<namespace>/<name> of the object itself, so that a copy of the annotation onto another
+	// object (as the Deployment controller does onto ReplicaSets) does not make that object ours.
+	DownsyncedAnnotation = "edge.kubestellar.io/downsynced"
+	// UpsyncedAnnotation marks an upstream object created by upsync, with the same value form.
+	UpsyncedAnnotation = "edge.kubestellar.io/upsynced"
+	// OverwriteAnnotation set to "false" on an upstream object makes it create-only downstream: it is
+	// created once, never updated and never deleted by the syncer.
+	OverwriteAnnotation = "edge.kubestellar.io/downsync-overwrite"
+	// HashAnnotation holds a digest of what the syncer last applied, so that a field removed upstream
+	// is noticed even though the downstream object still has it.
+	HashAnnotation = "edge.kubestellar.io/downsync-hash"
+	// OwnerLabel lets the syncer watch only the downstream objects it owns. Its value identifies the
+	// syncer (its sync target), so that two syncers can share an edge cluster.
+	OwnerLabel = "edge.kubestellar.io/downsynced-by"
+)
+
+// Mark is the value of DownsyncedAnnotation (and UpsyncedAnnotation) for an object.
+func Mark(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
+
+// MarkOf is Mark for an object.
+func MarkOf(obj *unstructured.Unstructured) string {
+	return Mark(obj.GetKind(), obj.GetNamespace(), obj.GetName())
+}
+
+// OwnedDownstream tells whether a downstream object was written by the syncer: it carries the
+// downsynced annotation with its own Kind/namespace/name.
+func OwnedDownstream(obj *unstructured.Unstructured) bool {
+	return obj.GetAnnotations()[DownsyncedAnnotation] == MarkOf(obj)
+}
+
+// OwnedUpstream tells whether an upstream object was created by upsync.
+func OwnedUpstream(obj *unstructured.Unstructured) bool {
+	return obj.GetAnnotations()[UpsyncedAnnotation] == MarkOf(obj)
+}
+
+// CreateOnly tells whether the object asks not to be overwritten (or deleted) by the syncer.
+func CreateOnly(obj *unstructured.Unstructured) bool {
+	return strings.EqualFold(obj.GetAnnotations()[OverwriteAnnotation], "false")
+}
+
+var labelValueInvalid = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+
+// OwnerLabelValue turns a sync target name into a valid label value: names that are not valid label
+// values (too long, odd characters) are shortened and suffixed with a digest so that they stay unique.
+func OwnerLabelValue(syncTargetName string) string {
+	if syncTargetName == "" {
+		return "syncer"
+	}
+	v := labelValueInvalid.ReplaceAllString(syncTargetName, "-")
+	v = strings.Trim(v, "-_.")
+	if v == syncTargetName && len(v) <= 63 {
+		return v
+	}
+	sum := sha256.Sum256([]byte(syncTargetName))
+	digest := hex.EncodeToString(sum[:])[:10]
+	if len(v) > 52 {
+		v = strings.Trim(v[:52], "-_.")
+	}
+	return v + "-" + digest
+}

@@ -1,0 +1,187 @@
+package selection
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// APIResource is one resource served by an apiserver at one version.
+type APIResource struct {
+	GVR        schema.GroupVersionResource
+	Kind       string
+	Namespaced bool
+	Verbs      sets.Set[string]
+}
+
+// Index is what one side's discovery serves, by GroupResource and version.
+type Index struct {
+	byGR      map[schema.GroupResource]map[string]APIResource
+	preferred map[string]string // group -> preferred version
+	byGroup   map[string][]APIResource
+}
+
+// NewIndex builds an Index from discovery: the groups (for preferred versions) and the resource lists
+// of every group version. Subresources ("deployments/status") are left out.
+func NewIndex(groups []*metav1.APIGroup, lists []*metav1.APIResourceList) *Index {
+	idx := &Index{byGR: map[schema.GroupResource]map[string]APIResource{}, preferred: map[string]string{}, byGroup: map[string][]APIResource{}}
+	for _, g := range groups {
+		if g != nil {
+			idx.preferred[g.Name] = g.PreferredVersion.Version
+		}
+	}
+	for _, list := range lists {
+		if list == nil {
+			continue
+		}
+		gv, err := schema.ParseGroupVersion(list.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range list.APIResources {
+			if strings.Contains(r.Name, "/") {
+				continue
+			}
+			res := APIResource{GVR: gv.WithResource(r.Name), Kind: r.Kind, Namespaced: r.Namespaced, Verbs: sets.New[string](r.Verbs...)}
+			gr := res.GVR.GroupResource()
+			if idx.byGR[gr] == nil {
+				idx.byGR[gr] = map[string]APIResource{}
+			}
+			idx.byGR[gr][gv.Version] = res
+			idx.byGroup[gv.Group] = append(idx.byGroup[gv.Group], res)
+		}
+	}
+	return idx
+}
+
+// Lookup finds a resource at the wanted version, or at the group's preferred version, or at any
+// served version (lowest sorted, for stability) when the wanted one is not served.
+func (idx *Index) Lookup(gr schema.GroupResource, version string) (APIResource, bool) {
+	if idx == nil {
+		return APIResource{}, false
+	}
+	versions := idx.byGR[gr]
+	if len(versions) == 0 {
+		return APIResource{}, false
+	}
+	if r, ok := versions[version]; ok && version != "" {
+		return r, true
+	}
+	if r, ok := versions[idx.preferred[gr.Group]]; ok {
+		return r, true
+	}
+	all := make([]string, 0, len(versions))
+	for v := range versions {
+		all = append(all, v)
+	}
+	sort.Strings(all)
+	return versions[all[0]], true
+}
+
+func (idx *Index) servesGroupVersion(group, version string) bool {
+	for _, r := range idx.byGroup[group] {
+		if r.GVR.Version == version {
+			return true
+		}
+	}
+	return false
+}
+
+// All lists every served resource at its group's preferred version (or its only version).
+func (idx *Index) All() []APIResource {
+	var out []APIResource
+	for gr := range idx.byGR {
+		if r, ok := idx.Lookup(gr, ""); ok {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GVR.String() < out[j].GVR.String() })
+	return out
+}
+
+// syncable are the verbs a resource needs to be watched and written by the syncer.
+var syncable = []string{"list", "watch", "get", "create", "patch", "delete"}
+
+// Syncable tells whether the syncer can watch and write the resource.
+func (r APIResource) Syncable() bool { return r.Verbs.HasAll(syncable...) }
+
+// Resource is a selected resource resolved against both sides' discovery.
+type Resource struct {
+	// Upstream is where objects are read; Downstream where they are written. Downstream.GVR is empty
+	// while the edge does not serve the resource yet (a CRD not yet established, say).
+	Upstream   APIResource
+	Downstream APIResource
+}
+
+// ServedDownstream tells whether the edge serves the resource.
+func (r *Resource) ServedDownstream() bool { return !r.Downstream.GVR.Empty() }
+
+// Resolve expands the selection's requests against upstream discovery ("*" into every matching
+// resource of the group) and pairs each resource with the version the edge serves. Requests that
+// name no served resource, or a resource of the wrong scope, are returned as problems; the rest is
+// resolved regardless.
+func Resolve(sel *Selection, up, down *Index) (map[schema.GroupResource]*Resource, []string) {
+	out := map[schema.GroupResource]*Resource{}
+	var problems []string
+	add := func(r APIResource) {
+		gr := r.GVR.GroupResource()
+		if _, ok := out[gr]; ok {
+			return
+		}
+		res := &Resource{Upstream: r}
+		if d, ok := down.Lookup(gr, r.GVR.Version); ok {
+			res.Downstream = d
+		}
+		out[gr] = res
+	}
+	for _, req := range sel.Requests() {
+		if req.Resource == wildcard {
+			version := req.Version
+			if !up.servesGroupVersion(req.Group, version) {
+				version = up.preferred[req.Group]
+			}
+			n := 0
+			for _, r := range up.byGroup[req.Group] {
+				if r.Namespaced != req.Namespaced || !r.Syncable() {
+					continue
+				}
+				if version != "" && r.GVR.Version != version {
+					continue
+				}
+				add(r)
+				n++
+			}
+			if n == 0 {
+				problems = append(problems, fmt.Sprintf("%s: no %s resources served upstream in group %q version %q", req.Origin, scopeWord(req.Namespaced), req.Group, req.Version))
+			}
+			continue
+		}
+		gr := schema.GroupResource{Group: req.Group, Resource: req.Resource}
+		r, ok := up.Lookup(gr, req.Version)
+		if !ok {
+			problems = append(problems, fmt.Sprintf("%s: resource %q is not served upstream (a plural resource name is needed, e.g. \"deployments\")", req.Origin, gr.String()))
+			continue
+		}
+		if r.Namespaced != req.Namespaced {
+			problems = append(problems, fmt.Sprintf("%s: resource %q is %s, but is listed with %s resources", req.Origin, gr.String(), scopeWord(r.Namespaced), scopeWord(req.Namespaced)))
+			continue
+		}
+		if !r.Syncable() {
+			problems = append(problems, fmt.Sprintf("%s: resource %q does not support all of %v", req.Origin, gr.String(), syncable))
+			continue
+		}
+		add(r)
+	}
+	return out, problems
+}
+
+func scopeWord(namespaced bool) string {
+	if namespaced {
+		return "namespaced"
+	}
+	return "cluster-scoped"
+}

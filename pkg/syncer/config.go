@@ -1,0 +1,41 @@
+package syncer
+
+import (
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/discovery"
+
+	"github.com/kubestellar/syncer/pkg/metrics"
+)
+
+// DefaultFieldManager is the server-side apply field manager of downsync writes.
+const DefaultFieldManager = "kubestellar-syncer"
+
+// Config is everything the engine needs; cmd/syncer builds it from flags, tests build it directly.
+type Config struct {
+	// UpstreamDynamic and UpstreamDiscovery talk to the mailbox workspace.
+	UpstreamDynamic   dynamic.Interface
+	UpstreamDiscovery discovery.DiscoveryInterface
+	// DownstreamDynamic and DownstreamDiscovery talk to the edge cluster.
+	DownstreamDynamic   dynamic.Interface
+	DownstreamDiscovery discovery.DiscoveryInterface
+
+	// SyncTargetName identifies the syncer; it becomes the value of the owner label downstream.
+	SyncTargetName string
+	// Workers is the number of downsync workers.
+	Workers int
+	// AdoptExisting lets the syncer take over downstream objects that exist without its mark.
+	AdoptExisting bool
+	// FieldManager is the server-side apply field manager.
+	FieldManager string
+	// DiscoveryRefreshPeriod re-reads discovery as a safety net for APIs that appear without a CRD
+	// event (aggregated APIs, kcp APIBindings); 0 disables it.
+	DiscoveryRefreshPeriod time.Duration
+	// ConflictRecheckPeriod is how often an object blocked by an unowned downstream object is looked
+	// at again.
+	ConflictRecheckPeriod time.Duration
+
+	// Metrics receives the engine's metrics; required.
+	Metrics *metrics.Metrics
+}

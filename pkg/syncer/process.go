@@ -1,0 +1,212 @@
+package syncer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/kubestellar/syncer/pkg/logging"
+	"github.com/kubestellar/syncer/pkg/mapping"
+	"github.com/kubestellar/syncer/pkg/metrics"
+	"github.com/kubestellar/syncer/pkg/selection"
+)
+
+// notReadyRetry is how soon an object is looked at again when a cache it needs has not synced.
+const notReadyRetry = time.Second
+
+// process makes the downstream object of one key match its upstream counterpart: create or update it
+// when it is selected, delete it when it is owned and no longer selected. It returns a delay when the
+// key must be looked at again later for a reason that is not an error.
+func (c *Controller) process(ctx context.Context, key Key) (time.Duration, error) {
+	logger := klog.FromContext(ctx)
+	st := c.state()
+	gr := key.GVR.GroupResource()
+	res := st.resources[gr]
+
+	downGVR, servedDown := st.downstreamGVR(gr)
+	if !servedDown {
+		if res != nil {
+			logger.V(logging.Skip).Info("Waiting for the resource to be served downstream")
+		}
+		return 0, nil // the informer's sync will enqueue it again
+	}
+	downInf, ok := c.down.Synced(downGVR)
+	if !ok {
+		return 0, nil // enqueued again when the downstream cache syncs
+	}
+	downObj, err := getFromCache(downInf, key.Namespace, key.Name)
+	if err != nil {
+		return 0, err
+	}
+
+	var upObj *unstructured.Unstructured
+	if res != nil {
+		upInf, ok := c.up.Synced(res.Upstream.GVR)
+		if !ok {
+			return 0, nil // enqueued again when the upstream cache syncs
+		}
+		if upObj, err = getFromCache(upInf, key.Namespace, key.Name); err != nil {
+			return 0, err
+		}
+	}
+
+	wanted := upObj != nil && upObj.GetDeletionTimestamp() == nil && st.selection.Matches(gr, key.Namespace, key.Name)
+	if !wanted {
+		if res == nil && st.selection.Mentions(gr) {
+			// Selected, but the API is not served upstream right now: hold, never delete on a guess.
+			logger.V(logging.Skip).Info("Holding: resource selected but not served upstream")
+			return 0, nil
+		}
+		return 0, c.deleteDownstream(ctx, key, downGVR, downObj)
+	}
+	return c.applyDownstream(ctx, key, res, downGVR, upObj, downObj)
+}
+
+func getFromCache(inf cache.SharedIndexInformer, namespace, name string) (*unstructured.Unstructured, error) {
+	k := name
+	if namespace != "" {
+		k = namespace + "/" + name
+	}
+	obj, exists, err := inf.GetIndexer().GetByKey(k)
+	if err != nil || !exists {
+		return nil, err
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("unexpected %T in cache", obj)
+	}
+	return u, nil
+}
+
+// deleteDownstream deletes an owned downstream object that is no longer wanted.
+func (c *Controller) deleteDownstream(ctx context.Context, key Key, gvr schema.GroupVersionResource, downObj *unstructured.Unstructured) error {
+	logger := klog.FromContext(ctx)
+	if downObj == nil || !mapping.OwnedDownstream(downObj) {
+		return nil
+	}
+	if mapping.CreateOnly(downObj) {
+		logger.V(logging.Skip).Info("Not deleting a create-only object", "annotation", mapping.OverwriteAnnotation)
+		return nil
+	}
+	if downObj.GetDeletionTimestamp() != nil {
+		return nil
+	}
+	uid := downObj.GetUID()
+	err := c.downClient.Resource(gvr).Namespace(key.Namespace).Delete(ctx, key.Name,
+		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	resource := key.GVR.GroupResource().String()
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsConflict(err):
+		return nil // a different object by now; its own events bring it back here
+	case err != nil:
+		c.metrics.Writes.WithLabelValues(metrics.Downsync, resource, metrics.Error).Inc()
+		return fmt.Errorf("deleting downstream: %w", err)
+	}
+	c.metrics.Writes.WithLabelValues(metrics.Downsync, resource, metrics.Deleted).Inc()
+	logger.V(logging.Change).Info("Deleted downstream object")
+	return nil
+}
+
+// applyDownstream creates or updates the downstream object of a wanted upstream object.
+func (c *Controller) applyDownstream(ctx context.Context, key Key, res *selection.Resource, downGVR schema.GroupVersionResource,
+	upObj, downObj *unstructured.Unstructured) (time.Duration, error) {
+	logger := klog.FromContext(ctx)
+	resource := key.GVR.GroupResource().String()
+	desired, err := mapping.ToDownstream(upObj, c.opts)
+	if err != nil {
+		c.metrics.Writes.WithLabelValues(metrics.Downsync, resource, metrics.Error).Inc()
+		logger.Error(err, "Cannot map the upstream object; not retrying until it changes")
+		return 0, nil
+	}
+	if res.Upstream.Namespaced {
+		if wait, err := c.namespaceMissing(key.Namespace); err != nil || wait {
+			if wait {
+				logger.V(logging.Skip).Info("Waiting for the namespace downstream")
+			}
+			return 0, err // the namespace's arrival enqueues this key again
+		}
+	}
+
+	isNamespace := key.GVR.GroupResource() == selection.NamespacesResource
+	if downObj != nil && !mapping.OwnedDownstream(downObj) && isNamespace {
+		// A namespace that was there before the syncer: use it, leave it alone.
+		logger.V(logging.Skip).Info("Namespace exists downstream and is not the syncer's; using it as it is")
+		return 0, nil
+	}
+	creating := downObj == nil
+	if creating {
+		// Our cache holds only labelled objects: make sure nobody else's object has this name.
+		live, err := c.downClient.Resource(downGVR).Namespace(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return 0, fmt.Errorf("looking for an existing downstream object: %w", err)
+		default:
+			downObj, creating = live, false
+		}
+	}
+	if downObj != nil && !mapping.OwnedDownstream(downObj) && !c.cfg.AdoptExisting {
+		if isNamespace {
+			return 0, nil
+		}
+		c.metrics.Writes.WithLabelValues(metrics.Downsync, resource, metrics.Conflict).Inc()
+		c.reportConflict(ctx, key, fmt.Sprintf("%s exists downstream without the syncer's mark %s=%s (pass --adopt-existing to take it over)",
+			key.String(), mapping.DownsyncedAnnotation, mapping.MarkOf(desired)))
+		return c.cfg.ConflictRecheckPeriod, nil
+	}
+	c.clearConflict(key)
+	if downObj != nil && mapping.OwnedDownstream(downObj) && mapping.CreateOnly(upObj) {
+		logger.V(logging.Skip).Info("Create-only object exists downstream; not updating it", "annotation", mapping.OverwriteAnnotation)
+		return 0, nil
+	}
+	if mapping.UpToDate(desired, downObj) {
+		logger.V(logging.Skip).Info("Downstream object is up to date")
+		return 0, nil
+	}
+	data, err := json.Marshal(desired.Object)
+	if err != nil {
+		return 0, err
+	}
+	force := true
+	_, err = c.downClient.Resource(downGVR).Namespace(key.Namespace).Patch(ctx, key.Name, types.ApplyPatchType, data,
+		metav1.PatchOptions{FieldManager: c.cfg.FieldManager, Force: &force})
+	if err != nil {
+		c.metrics.Writes.WithLabelValues(metrics.Downsync, resource, metrics.Error).Inc()
+		if apierrors.IsNotFound(err) && res.Upstream.Namespaced {
+			return 0, fmt.Errorf("applying downstream (is the namespace there yet?): %w", err)
+		}
+		return 0, fmt.Errorf("applying downstream: %w", err)
+	}
+	result, verb := metrics.Updated, "Updated"
+	if creating {
+		result, verb = metrics.Created, "Created"
+	}
+	c.metrics.Writes.WithLabelValues(metrics.Downsync, resource, result).Inc()
+	logger.V(logging.Change).Info(verb + " downstream object")
+	return 0, nil
+}
+
+// namespaceMissing tells whether a namespaced object must wait for its namespace downstream: it is
+// absent or terminating. The downstream namespace informer sees every namespace.
+func (c *Controller) namespaceMissing(namespace string) (bool, error) {
+	inf, ok := c.down.Synced(namespaceGVR)
+	if !ok {
+		return true, nil
+	}
+	ns, err := getFromCache(inf, "", namespace)
+	if err != nil {
+		return false, err
+	}
+	return ns == nil || ns.GetDeletionTimestamp() != nil, nil
+}

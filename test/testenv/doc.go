@@ -1,0 +1,9 @@
+// Package testenv runs a real control plane on this machine, as processes on 127.0.0.1: one etcd and
+// two kube-apiservers separated by etcd prefix, "upstream" (playing the mailbox workspace) and
+// "downstream" (playing the edge cluster), with client-certificate and token authentication, RBAC
+// and service-account token issuing, plus a kube-controller-manager against downstream so that
+// workloads get a real status there.
+//
+// `make testenv` uses it through test/testenv/cmd (detached, state in .testenv/); the e2e tests use
+// it from TestMain (state in a temporary folder). Stop kills exactly the processes Start started.
+package testenv

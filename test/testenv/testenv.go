@@ -1,0 +1,496 @@
+package testenv
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Options say where the binaries are and where the environment keeps its state.
+type Options struct {
+	// BinDir holds etcd, kube-apiserver and kube-controller-manager.
+	BinDir string
+	// Dir is the state folder: PKI, etcd data, logs, kubeconfigs and the PID file.
+	Dir string
+	// Detach starts the processes in their own session so that they outlive the caller
+	// (`make testenv`); otherwise they are killed when the caller dies.
+	Detach bool
+	// Log receives progress lines; nil discards them.
+	Log io.Writer
+}
+
+// Server is one kube-apiserver of the environment.
+type Server struct {
+	Name string
+	URL  string
+	// Kubeconfig is an admin kubeconfig (client certificate, system:masters).
+	Kubeconfig string
+	pki        *pki
+}
+
+// RESTConfig returns an admin client config for the server.
+func (s *Server) RESTConfig() (*rest.Config, error) {
+	return clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+}
+
+// TokenConfig returns a client config for the server that authenticates with a bearer token only.
+func (s *Server) TokenConfig(token string) *rest.Config {
+	return &rest.Config{Host: s.URL, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAFile: s.pki.caCert}}
+}
+
+// CAFile is the CA that signed the servers' certificates.
+func (s *Server) CAFile() string { return s.pki.caCert }
+
+// Env is a running environment.
+type Env struct {
+	Dir        string
+	Upstream   *Server
+	Downstream *Server
+	opts       Options
+	procs      []*proc
+}
+
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	pid  int
+	log  string
+}
+
+// BinaryNames are the binaries Start needs in Options.BinDir.
+var BinaryNames = []string{"etcd", "kube-apiserver", "kube-controller-manager"}
+
+// MissingBinaries lists the binaries absent from dir.
+func MissingBinaries(dir string) []string {
+	var missing []string
+	for _, b := range BinaryNames {
+		if fi, err := os.Stat(filepath.Join(dir, b)); err != nil || fi.IsDir() {
+			missing = append(missing, b)
+		}
+	}
+	return missing
+}
+
+// Start starts etcd, the two apiservers and the controller manager, and returns once both apiservers
+// answer /readyz and the controller manager has made the default ServiceAccount downstream. On
+// failure it stops what it started and includes the failing process's last log lines in the error.
+func Start(ctx context.Context, opts Options) (*Env, error) {
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	if missing := MissingBinaries(opts.BinDir); len(missing) > 0 {
+		return nil, fmt.Errorf("testenv: %v missing in %s (run `make e2e-bins`)", missing, opts.BinDir)
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	env := &Env{Dir: dir, opts: opts}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = env.Stop()
+		}
+	}()
+	start := time.Now()
+	p, err := generatePKI(filepath.Join(dir, "pki"))
+	if err != nil {
+		return nil, fmt.Errorf("testenv: PKI: %w", err)
+	}
+	ports, err := freePorts(4)
+	if err != nil {
+		return nil, err
+	}
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	if err := env.spawn("etcd", filepath.Join(opts.BinDir, "etcd"),
+		"--name=testenv", "--data-dir="+filepath.Join(dir, "etcd"), "--log-level=warn",
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=testenv="+peerURL, "--unsafe-no-fsync"); err != nil {
+		return nil, err
+	}
+	if err := env.waitHTTP(ctx, "etcd", etcdURL+"/health", nil, 30*time.Second); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(opts.Log, "testenv: etcd ready at %s\n", etcdURL)
+
+	for i, name := range []string{"upstream", "downstream"} {
+		s := &Server{Name: name, URL: fmt.Sprintf("https://127.0.0.1:%d", ports[2+i]), Kubeconfig: filepath.Join(dir, name+".kubeconfig"), pki: p}
+		if err := env.spawn("kube-apiserver-"+name, filepath.Join(opts.BinDir, "kube-apiserver"),
+			"--etcd-servers="+etcdURL, "--etcd-prefix=/"+name,
+			"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[2+i]),
+			"--cert-dir="+filepath.Join(dir, name, "certs"),
+			"--tls-cert-file="+p.servingCert, "--tls-private-key-file="+p.servingKey,
+			"--client-ca-file="+p.caCert, "--token-auth-file="+p.tokensFile,
+			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+			"--service-account-key-file="+p.saPub, "--service-account-signing-key-file="+p.saKey,
+			"--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=RBAC",
+			"--endpoint-reconciler-type=none", "--profiling=false"); err != nil {
+			return nil, err
+		}
+		if err := writeKubeconfig(s); err != nil {
+			return nil, err
+		}
+		if name == "upstream" {
+			env.Upstream = s
+		} else {
+			env.Downstream = s
+		}
+	}
+	for _, s := range []*Server{env.Upstream, env.Downstream} {
+		if err := env.waitReady(ctx, s, 60*time.Second); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(opts.Log, "testenv: %s kube-apiserver ready at %s\n", s.Name, s.URL)
+	}
+
+	if err := env.spawn("kube-controller-manager", filepath.Join(opts.BinDir, "kube-controller-manager"),
+		"--kubeconfig="+env.Downstream.Kubeconfig,
+		"--authentication-kubeconfig="+env.Downstream.Kubeconfig, "--authorization-kubeconfig="+env.Downstream.Kubeconfig,
+		"--bind-address=127.0.0.1", "--secure-port=0", "--leader-elect=false",
+		"--service-account-private-key-file="+p.saKey, "--root-ca-file="+p.caCert, "--use-service-account-credentials=true",
+		"--controllers=*,-nodeipam,-nodelifecycle,-persistentvolume-binder,-attachdetach,-persistentvolume-expander,-cloud-node-lifecycle,-ttl"); err != nil {
+		return nil, err
+	}
+	if err := env.waitControllers(ctx, 90*time.Second); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(opts.Log, "testenv: kube-controller-manager active on downstream; environment up in %.1fs\n", time.Since(start).Seconds())
+	if err := env.writePIDs(); err != nil {
+		return nil, err
+	}
+	ok = true
+	return env, nil
+}
+
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var lns []net.Listener
+	defer func() {
+		for _, l := range lns {
+			l.Close()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("testenv: no free port: %w", err)
+		}
+		lns = append(lns, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func (e *Env) spawn(name, bin string, args ...string) error {
+	logPath := filepath.Join(e.Dir, "logs", name+".log")
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return err
+	}
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Dir = e.Dir
+	if e.opts.Detach {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	} else {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("testenv: starting %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, pid: cmd.Process.Pid, log: logPath}
+	e.procs = append(e.procs, p)
+	go func() { _ = cmd.Wait() }() // reap; liveness is checked through /proc
+	fmt.Fprintf(e.opts.Log, "testenv: started %s (pid %d, log %s)\n", name, p.pid, logPath)
+	return nil
+}
+
+func (e *Env) procByName(name string) *proc {
+	for _, p := range e.procs {
+		if p.name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// failure wraps err with the last lines of a process's log.
+func (e *Env) failure(name string, err error) error {
+	p := e.procByName(name)
+	if p == nil {
+		return err
+	}
+	return fmt.Errorf("testenv: %s: %w\n--- last lines of %s ---\n%s", name, err, p.log, tail(p.log, 20))
+}
+
+func tail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1024*1024), 1024*1024)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func alive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// A zombie (state Z) has exited.
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+func (e *Env) waitHTTP(ctx context.Context, name, url string, client *http.Client, timeout time.Duration) error {
+	if client == nil {
+		client = &http.Client{Timeout: 2 * time.Second}
+	}
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		if p := e.procByName(name); p != nil && !alive(p.pid) {
+			return e.failure(name, errors.New("exited during start-up"))
+		}
+		resp, err := client.Get(url)
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("%s: %d %s", url, resp.StatusCode, strings.TrimSpace(string(body)))
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return e.failure(name, fmt.Errorf("not ready after %s: %v", timeout, last))
+}
+
+func (e *Env) waitReady(ctx context.Context, s *Server, timeout time.Duration) error {
+	cfg, err := s.RESTConfig()
+	if err != nil {
+		return err
+	}
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return err
+	}
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg.Clone()}}
+	return e.waitHTTP(ctx, "kube-apiserver-"+s.Name, s.URL+"/readyz", client, timeout)
+}
+
+// waitControllers waits until the controller manager has made the default ServiceAccount.
+func (e *Env) waitControllers(ctx context.Context, timeout time.Duration) error {
+	cfg, err := e.Downstream.RESTConfig()
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if p := e.procByName("kube-controller-manager"); p != nil && !alive(p.pid) {
+			return e.failure("kube-controller-manager", errors.New("exited during start-up"))
+		}
+		if _, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return e.failure("kube-controller-manager", fmt.Errorf("no default ServiceAccount after %s", timeout))
+}
+
+func writeKubeconfig(s *Server) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[s.Name] = &clientcmdapi.Cluster{Server: s.URL, CertificateAuthority: s.pki.caCert}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificate: s.pki.adminCert, ClientKey: s.pki.adminKey}
+	cfg.Contexts[s.Name] = &clientcmdapi.Context{Cluster: s.Name, AuthInfo: "admin"}
+	cfg.CurrentContext = s.Name
+	return clientcmd.WriteToFile(*cfg, s.Kubeconfig)
+}
+
+const pidFile = "pids"
+
+// writePIDs records "name pid" lines so that StopDir can stop exactly these processes later.
+func (e *Env) writePIDs() error {
+	var b strings.Builder
+	for _, p := range e.procs {
+		fmt.Fprintf(&b, "%s %d\n", p.name, p.pid)
+	}
+	return os.WriteFile(filepath.Join(e.Dir, pidFile), []byte(b.String()), 0o644)
+}
+
+// Stop stops every process the environment started and removes its state folder.
+func (e *Env) Stop() error {
+	var pids []int
+	for i := len(e.procs) - 1; i >= 0; i-- {
+		pids = append(pids, e.procs[i].pid)
+	}
+	stopPIDs(pids)
+	e.procs = nil
+	return os.RemoveAll(e.Dir)
+}
+
+// StopDir stops the processes recorded in a state folder by an earlier Start and removes the folder.
+// A recorded PID is only signalled while its command line still names the folder, so a PID reused by
+// an unrelated process is left alone.
+func StopDir(dir string) ([]string, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(dir, pidFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, os.RemoveAll(dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	var stopped []string
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		fields := strings.Fields(lines[i])
+		if len(fields) != 2 {
+			continue
+		}
+		pid, err := strconv.Atoi(fields[1])
+		if err != nil || !alive(pid) || !cmdlineNames(pid, dir) {
+			continue
+		}
+		pids = append(pids, pid)
+		stopped = append(stopped, fmt.Sprintf("%s (pid %d)", fields[0], pid))
+	}
+	stopPIDs(pids)
+	return stopped, os.RemoveAll(dir)
+}
+
+// Running tells whether every process recorded in a state folder is alive.
+func Running(dir string) bool {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	data, err := os.ReadFile(filepath.Join(dir, pidFile))
+	if err != nil {
+		return false
+	}
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) != 2 {
+			return false
+		}
+		pid, err := strconv.Atoi(fields[1])
+		if err != nil || !alive(pid) || !cmdlineNames(pid, dir) {
+			return false
+		}
+		n++
+	}
+	return n == len(BinaryNames)+1
+}
+
+func cmdlineNames(pid int, dir string) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return err == nil && strings.Contains(string(data), dir)
+}
+
+// stopPIDs sends SIGTERM, waits up to 10s, then SIGKILLs what is left.
+func stopPIDs(pids []int) {
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		left := false
+		for _, pid := range pids {
+			if alive(pid) {
+				left = true
+			}
+		}
+		if !left {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, pid := range pids {
+		if alive(pid) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// Load returns the environment recorded in a state folder by `make testenv`, for tools that attach to
+// it (the demo, benchmarks).
+func Load(dir string) (*Env, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !Running(dir) {
+		return nil, fmt.Errorf("no running testenv in %s (run `make testenv`)", dir)
+	}
+	p := &pki{caCert: filepath.Join(dir, "pki", "ca.crt")}
+	env := &Env{Dir: dir}
+	for _, name := range []string{"upstream", "downstream"} {
+		s := &Server{Name: name, Kubeconfig: filepath.Join(dir, name+".kubeconfig"), pki: p}
+		cfg, err := clientcmd.LoadFromFile(s.Kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		s.URL = cfg.Clusters[name].Server
+		if name == "upstream" {
+			env.Upstream = s
+		} else {
+			env.Downstream = s
+		}
+	}
+	return env, nil
+}
