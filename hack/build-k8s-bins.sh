@@ -29,3 +29,4 @@ build() { # name package ldflags
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$k8s_ldflags"
 build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$k8s_ldflags"
 build etcd go.etcd.io/etcd/server/v3 "-s -w"
+build kubectl k8s.io/kubernetes/cmd/kubectl "$k8s_ldflags"

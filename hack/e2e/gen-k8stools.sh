@@ -15,5 +15,5 @@ modfile=$(go mod download -json "k8s.io/kubernetes@v$K8S" | sed -n 's/.*"GoMod":
   awk -v v="v0.${K8S#1.}" '$2=="=>" && $3 ~ /^\.\/staging\// {print "\t" $1 " => " $1 " " v}' "$modfile"
   printf ')\n'
 } > go.mod
-go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@v$K8S" "k8s.io/kubernetes/cmd/kube-controller-manager@v$K8S" "go.etcd.io/etcd/server/v3@$ETCD"
+go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@v$K8S" "k8s.io/kubernetes/cmd/kube-controller-manager@v$K8S" "k8s.io/kubernetes/cmd/kubectl@v$K8S" "go.etcd.io/etcd/server/v3@$ETCD"
 go mod tidy

@@ -20,9 +20,6 @@ import (
 	"github.com/kubestellar/syncer/pkg/selection"
 )
 
-// notReadyRetry is how soon an object is looked at again when a cache it needs has not synced.
-const notReadyRetry = time.Second
-
 // process makes the downstream object of one key match its upstream counterpart: create or update it
 // when it is selected, delete it when it is owned and no longer selected. It returns a delay when the
 // key must be looked at again later for a reason that is not an error.

@@ -1,0 +1,452 @@
+package e2e
+
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubestellar/syncer/pkg/mapping"
+)
+
+func nsScope(namespaces []string, resources ...map[string]interface{}) map[string]interface{} {
+	ns := make([]interface{}, len(namespaces))
+	for i, n := range namespaces {
+		ns[i] = n
+	}
+	res := make([]interface{}, len(resources))
+	for i, r := range resources {
+		res[i] = r
+	}
+	return map[string]interface{}{"namespaceScope": map[string]interface{}{"namespaces": ns, "resources": res}}
+}
+
+func resource(group, version, res string) map[string]interface{} {
+	return map[string]interface{}{"group": group, "apiVersion": version, "resource": res}
+}
+
+func hasMark(o *unstructured.Unstructured) (bool, string) {
+	want := mapping.MarkOf(o)
+	got := o.GetAnnotations()[mapping.DownsyncedAnnotation]
+	return got == want, fmt.Sprintf("annotation %s = %q, want %q", mapping.DownsyncedAnnotation, got, want)
+}
+
+// TestDownsyncCreateUpdateDelete: selected objects of several kinds are created downstream with the
+// marks, without what belongs to the source cluster, with their own Service allocation; updates and
+// deletions follow.
+func TestDownsyncCreateUpdateDelete(t *testing.T) {
+	f := newFixture(t)
+	ns := f.namespace("app")
+	cm := configMap(ns, "settings", map[string]interface{}{"color": "blue"})
+	cm.SetAnnotations(map[string]string{"kcp.io/cluster": "root:mailbox", "keep.example.com/note": "kept"})
+	cm.SetLabels(map[string]string{"app": "demo"})
+	f.create(f.up, gvrConfigMaps, cm)
+	f.create(f.up, gvrDeployments, deployment(ns, "web", 2))
+	upSvc := f.create(f.up, gvrServices, obj("v1", "Service", ns, "web", map[string]interface{}{"spec": map[string]interface{}{
+		"ports": []interface{}{map[string]interface{}{"port": int64(80)}}, "selector": map[string]interface{}{"app": "web"}}}))
+	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps"), resource("apps", "v1", "deployments"), resource("", "v1", "services")))
+	f.startSyncer()
+
+	down := f.waitFor(f.down, gvrConfigMaps, ns, "settings", dataEquals("color", "blue"))
+	if ok, msg := hasMark(down); !ok {
+		t.Error(msg)
+	}
+	if v := down.GetLabels()[mapping.OwnerLabel]; v != f.name {
+		t.Errorf("owner label %s = %q, want %q", mapping.OwnerLabel, v, f.name)
+	}
+	if _, ok := down.GetAnnotations()["kcp.io/cluster"]; ok {
+		t.Error("kcp.io/cluster annotation was copied downstream")
+	}
+	if down.GetAnnotations()["keep.example.com/note"] != "kept" || down.GetLabels()["app"] != "demo" {
+		t.Errorf("user labels/annotations not copied: %v %v", down.GetLabels(), down.GetAnnotations())
+	}
+	nsObj := f.waitFor(f.down, gvrNamespaces, "", ns, hasMark)
+	if nsObj.GetLabels()[mapping.OwnerLabel] != f.name {
+		t.Errorf("namespace not labelled as owned: %v", nsObj.GetLabels())
+	}
+	f.waitFor(f.down, gvrDeployments, ns, "web", hasMark)
+	downSvc := f.waitFor(f.down, gvrServices, ns, "web", hasMark)
+	upIP, _, _ := unstructured.NestedString(upSvc.Object, "spec", "clusterIP")
+	downIP, _, _ := unstructured.NestedString(downSvc.Object, "spec", "clusterIP")
+	if downIP == "" || upIP == "" {
+		t.Errorf("clusterIP not allocated: upstream %q downstream %q", upIP, downIP)
+	}
+	if downSvc.GetUID() == upSvc.GetUID() {
+		t.Error("downstream Service has the upstream UID")
+	}
+
+	f.update(f.up, gvrConfigMaps, ns, "settings", func(o *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(o.Object, "green", "data", "color")
+	})
+	f.waitFor(f.down, gvrConfigMaps, ns, "settings", dataEquals("color", "green"))
+
+	// A field removed upstream is removed downstream.
+	f.update(f.up, gvrConfigMaps, ns, "settings", func(o *unstructured.Unstructured) {
+		o.SetAnnotations(map[string]string{})
+	})
+	f.waitFor(f.down, gvrConfigMaps, ns, "settings", func(o *unstructured.Unstructured) (bool, string) {
+		_, has := o.GetAnnotations()["keep.example.com/note"]
+		return !has, "annotation removed upstream is still downstream"
+	})
+
+	f.update(f.up, gvrDeployments, ns, "web", func(o *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(o.Object, int64(3), "spec", "replicas")
+	})
+	f.waitFor(f.down, gvrDeployments, ns, "web", func(o *unstructured.Unstructured) (bool, string) {
+		r, _, _ := unstructured.NestedInt64(o.Object, "spec", "replicas")
+		return r == 3, fmt.Sprintf("replicas %d", r)
+	})
+
+	f.delete(f.up, gvrConfigMaps, ns, "settings")
+	f.waitGone(f.down, gvrConfigMaps, ns, "settings")
+	f.delete(f.up, gvrDeployments, ns, "web")
+	f.waitGone(f.down, gvrDeployments, ns, "web")
+	// The downstream kube-root-ca.crt (made by the edge's controller manager, unmarked) is untouched.
+	if _, err := f.get(f.down, gvrConfigMaps, ns, "kube-root-ca.crt"); err != nil {
+		t.Errorf("edge-made kube-root-ca.crt: %v", err)
+	}
+}
+
+// TestDownsyncLeavesSelection: objects whose namespace leaves the config, and then everything when
+// the config is deleted, are deleted downstream; namespaces go with them.
+func TestDownsyncLeavesSelection(t *testing.T) {
+	f := newFixture(t)
+	a, b := f.namespace("a"), f.namespace("b")
+	for _, ns := range []string{a, b} {
+		f.create(f.up, gvrConfigMaps, configMap(ns, "c1", map[string]interface{}{"k": "v"}))
+	}
+	f.syncerConfig(f.name, nsScope([]string{a, b}, resource("", "v1", "configmaps")))
+	f.startSyncer()
+	f.waitFor(f.down, gvrConfigMaps, a, "c1", nil)
+	f.waitFor(f.down, gvrConfigMaps, b, "c1", nil)
+
+	f.syncerConfig(f.name, nsScope([]string{a}, resource("", "v1", "configmaps")))
+	f.waitGone(f.down, gvrNamespaces, "", b)
+	f.waitFor(f.down, gvrConfigMaps, a, "c1", nil)
+
+	f.delete(f.up, gvrSyncerConfig, "", f.name)
+	f.waitGone(f.down, gvrConfigMaps, a, "c1")
+	f.waitGone(f.down, gvrNamespaces, "", a)
+	// Upstream is untouched.
+	if _, err := f.get(f.up, gvrConfigMaps, a, "c1"); err != nil {
+		t.Fatalf("upstream object: %v", err)
+	}
+}
+
+// TestDownsyncCleanupAfterRestart: a config deleted while the syncer is down is still acted on when it
+// comes back: the marks on the objects, not memory, decide.
+func TestDownsyncCleanupAfterRestart(t *testing.T) {
+	f := newFixture(t)
+	ns := f.namespace("ns")
+	f.create(f.up, gvrConfigMaps, configMap(ns, "c1", map[string]interface{}{"k": "v"}))
+	f.create(f.up, gvrDeployments, deployment(ns, "web", 1))
+	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps"), resource("apps", "v1", "deployments")))
+	p := f.startSyncer()
+	f.waitFor(f.down, gvrConfigMaps, ns, "c1", nil)
+	f.waitFor(f.down, gvrDeployments, ns, "web", nil)
+	p.stop()
+
+	// While it is down: deployments leave the selection, then the upstream ConfigMap is deleted.
+	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps")))
+	f.delete(f.up, gvrConfigMaps, ns, "c1")
+	f.create(f.up, gvrConfigMaps, configMap(ns, "c2", map[string]interface{}{"k": "v"}))
+	f.startSyncer()
+	f.waitGone(f.down, gvrDeployments, ns, "web")
+	f.waitGone(f.down, gvrConfigMaps, ns, "c1")
+	f.waitFor(f.down, gvrConfigMaps, ns, "c2", nil)
+}
+
+// TestDownsyncClusterScopedAndCRDs: a CRD and its custom resources are created upstream together; the
+// CRD is downsynced through clusterScope, the resources wait until it is Established downstream.
+// Cluster-scoped objects (ClusterRoles) and namespacedObjects by name work too.
+func TestDownsyncClusterScopedAndCRDs(t *testing.T) {
+	f := newFixture(t)
+	group := f.name + ".e2e.example.com"
+	crdName := "widgets." + group
+	widgets := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}
+	f.create(f.up, gvrCRDs, widgetCRD(group, nil))
+	t.Cleanup(func() {
+		f.delete(f.up, gvrCRDs, "", crdName)
+		f.delete(f.down, gvrCRDs, "", crdName)
+	})
+	f.waitFor(f.up, gvrCRDs, "", crdName, established)
+	ns := f.namespace("ns")
+	for _, n := range []string{"w1", "w2", "not-selected"} {
+		f.create(f.up, widgets, obj(group+"/v1", "Widget", ns, n, map[string]interface{}{"spec": map[string]interface{}{"size": int64(1)}}))
+	}
+	roleName := f.name + "-reader"
+	f.create(f.up, gvrClusterRoles, obj("rbac.authorization.k8s.io/v1", "ClusterRole", "", roleName, map[string]interface{}{
+		"rules": []interface{}{map[string]interface{}{"apiGroups": []interface{}{""}, "resources": []interface{}{"pods"}, "verbs": []interface{}{"get"}}}}))
+	t.Cleanup(func() {
+		f.delete(f.up, gvrClusterRoles, "", roleName)
+		f.delete(f.down, gvrClusterRoles, "", roleName)
+	})
+	f.syncerConfig(f.name, map[string]interface{}{
+		"clusterScope": []interface{}{
+			map[string]interface{}{"group": "apiextensions.k8s.io", "apiVersion": "v1", "resource": "customresourcedefinitions", "objects": []interface{}{crdName}},
+			map[string]interface{}{"group": "rbac.authorization.k8s.io", "apiVersion": "v1", "resource": "clusterroles", "objects": []interface{}{roleName}},
+		},
+		"namespacedObjects": []interface{}{map[string]interface{}{
+			"group": group, "apiVersion": "v1", "resource": "widgets",
+			"objectsByNamespace": []interface{}{map[string]interface{}{"namespace": ns, "names": []interface{}{"w1", "w2"}}},
+		}},
+	})
+	f.startSyncer()
+	f.waitFor(f.down, gvrCRDs, "", crdName, established)
+	f.waitFor(f.down, widgets, ns, "w1", hasMark)
+	f.waitFor(f.down, widgets, ns, "w2", hasMark)
+	f.waitFor(f.down, gvrClusterRoles, "", roleName, hasMark)
+	consistently(t, 2*time.Second, "unselected widget absent downstream", func() (bool, string) {
+		_, err := f.get(f.down, widgets, ns, "not-selected")
+		return err != nil, "not-selected widget was downsynced"
+	})
+	f.update(f.up, widgets, ns, "w1", func(o *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(o.Object, int64(7), "spec", "size")
+	})
+	f.waitFor(f.down, widgets, ns, "w1", func(o *unstructured.Unstructured) (bool, string) {
+		s, _, _ := unstructured.NestedInt64(o.Object, "spec", "size")
+		return s == 7, fmt.Sprintf("size %d", s)
+	})
+}
+
+// TestDownsyncDrift: an owned downstream object edited or deleted by someone else is put back.
+func TestDownsyncDrift(t *testing.T) {
+	f := newFixture(t)
+	ns := f.namespace("ns")
+	f.create(f.up, gvrConfigMaps, configMap(ns, "c1", map[string]interface{}{"k": "upstream"}))
+	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps")))
+	f.startSyncer()
+	f.waitFor(f.down, gvrConfigMaps, ns, "c1", dataEquals("k", "upstream"))
+
+	f.update(f.down, gvrConfigMaps, ns, "c1", func(o *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(o.Object, "edited at the edge", "data", "k")
+	})
+	f.waitFor(f.down, gvrConfigMaps, ns, "c1", dataEquals("k", "upstream"))
+
+	f.update(f.down, gvrConfigMaps, ns, "c1", func(o *unstructured.Unstructured) {
+		labels := o.GetLabels()
+		delete(labels, mapping.OwnerLabel)
+		o.SetLabels(labels)
+	})
+	f.waitFor(f.down, gvrConfigMaps, ns, "c1", func(o *unstructured.Unstructured) (bool, string) {
+		return o.GetLabels()[mapping.OwnerLabel] == f.name, "owner label not restored"
+	})
+
+	f.delete(f.down, gvrConfigMaps, ns, "c1")
+	f.waitFor(f.down, gvrConfigMaps, ns, "c1", dataEquals("k", "upstream"))
+}
+
+// TestDownsyncOwnershipConflict: a downstream object that exists without the mark is neither
+// overwritten nor deleted; the conflict is logged and counted. With --adopt-existing it is taken over.
+func TestDownsyncOwnershipConflict(t *testing.T) {
+	f := newFixture(t)
+	ns := f.namespace("ns")
+	f.create(f.down, gvrNamespaces, obj("v1", "Namespace", "", ns, nil)) // pre-existing at the edge: used, not owned
+	f.create(f.down, gvrConfigMaps, configMap(ns, "theirs", map[string]interface{}{"k": "edge"}))
+	f.create(f.up, gvrConfigMaps, configMap(ns, "theirs", map[string]interface{}{"k": "upstream"}))
+	f.create(f.up, gvrConfigMaps, configMap(ns, "ours", map[string]interface{}{"k": "upstream"}))
+	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps")))
+	p := f.startSyncer()
+	f.waitFor(f.down, gvrConfigMaps, ns, "ours", dataEquals("k", "upstream"))
+	eventually(t, 30*time.Second, "the conflict to be reported", func() (bool, string) {
+		return strings.Contains(p.logText(), "exists downstream without the syncer's mark"), "no conflict in the log"
+	})
+	key := fmt.Sprintf(`kubestellar_syncer_writes_total{direction="downsync",resource="configmaps",result="conflict"}`)
+	if got := p.metrics()[key]; got < 1 {
+		t.Errorf("%s = %v, want >= 1", key, got)
+	}
+	consistently(t, 2*time.Second, "the unowned object to be left alone", func() (bool, string) {
+		o, err := f.get(f.down, gvrConfigMaps, ns, "theirs")
+		if err != nil {
+			return false, err.Error()
+		}
+		return dataEquals("k", "edge")(o)
+	})
+	// Deleting upstream does not delete the unowned object, nor the pre-existing namespace.
+	f.delete(f.up, gvrConfigMaps, ns, "theirs")
+	f.delete(f.up, gvrSyncerConfig, "", f.name)
+	f.waitGone(f.down, gvrConfigMaps, ns, "ours")
+	consistently(t, 2*time.Second, "unowned objects to stay", func() (bool, string) {
+		if _, err := f.get(f.down, gvrConfigMaps, ns, "theirs"); err != nil {
+			return false, err.Error()
+		}
+		_, err := f.get(f.down, gvrNamespaces, "", ns)
+		return err == nil, fmt.Sprint(err)
+	})
+	p.stop()
+
+	// Adoption, when switched on.
+	f.create(f.up, gvrConfigMaps, configMap(ns, "theirs", map[string]interface{}{"k": "upstream"}))
+	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps")))
+	f.startSyncer(withArgs("--adopt-existing"))
+	f.waitFor(f.down, gvrConfigMaps, ns, "theirs", func(o *unstructured.Unstructured) (bool, string) {
+		if ok, msg := hasMark(o); !ok {
+			return false, msg
+		}
+		return dataEquals("k", "upstream")(o)
+	})
+}
+
+// TestDownsyncCreateOnly: downsync-overwrite "false" creates the object once and then neither
+// updates nor deletes it.
+func TestDownsyncCreateOnly(t *testing.T) {
+	f := newFixture(t)
+	ns := f.namespace("ns")
+	cm := configMap(ns, "seed", map[string]interface{}{"k": "initial"})
+	cm.SetAnnotations(map[string]string{mapping.OverwriteAnnotation: "false"})
+	f.create(f.up, gvrConfigMaps, cm)
+	f.create(f.up, gvrConfigMaps, configMap(ns, "marker", map[string]interface{}{"k": "1"}))
+	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps")))
+	f.startSyncer()
+	f.waitFor(f.down, gvrConfigMaps, ns, "seed", dataEquals("k", "initial"))
+
+	f.update(f.down, gvrConfigMaps, ns, "seed", func(o *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(o.Object, "filled at the edge", "data", "k")
+	})
+	f.update(f.up, gvrConfigMaps, ns, "seed", func(o *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(o.Object, "changed upstream", "data", "other")
+	})
+	// A later change to another object is synced, so the syncer has had its chance at "seed".
+	f.update(f.up, gvrConfigMaps, ns, "marker", func(o *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(o.Object, "2", "data", "k")
+	})
+	f.waitFor(f.down, gvrConfigMaps, ns, "marker", dataEquals("k", "2"))
+	consistently(t, 2*time.Second, "the create-only object to keep the edge's content", func() (bool, string) {
+		o, err := f.get(f.down, gvrConfigMaps, ns, "seed")
+		if err != nil {
+			return false, err.Error()
+		}
+		return dataEquals("k", "filled at the edge")(o)
+	})
+	f.delete(f.up, gvrConfigMaps, ns, "seed")
+	f.delete(f.up, gvrConfigMaps, ns, "marker")
+	f.waitGone(f.down, gvrConfigMaps, ns, "marker")
+	if _, err := f.get(f.down, gvrConfigMaps, ns, "seed"); err != nil {
+		t.Fatalf("create-only object was deleted downstream: %v", err)
+	}
+}
+
+// TestDownsyncBadInputDoesNotBlock: a config naming an unknown resource, an object the edge rejects
+// and a namespace the edge refuses are each logged with their reason and retried, while everything
+// else keeps syncing and the syncer keeps running.
+func TestDownsyncBadInputDoesNotBlock(t *testing.T) {
+	f := newFixture(t)
+	good, refused := f.namespace("good"), f.namespace("refused")
+	policy := f.name + "-deny"
+	// The edge refuses ConfigMaps named reject-* and this test's "refused" namespace.
+	vap := obj("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "", policy, map[string]interface{}{"spec": map[string]interface{}{
+		"failurePolicy": "Fail",
+		"matchConstraints": map[string]interface{}{"resourceRules": []interface{}{map[string]interface{}{
+			"apiGroups": []interface{}{""}, "apiVersions": []interface{}{"v1"}, "operations": []interface{}{"CREATE", "UPDATE"},
+			"resources": []interface{}{"configmaps", "namespaces"}}}},
+		"validations": []interface{}{map[string]interface{}{
+			"expression": fmt.Sprintf("!object.metadata.name.startsWith('reject-') && object.metadata.name != '%s'", refused),
+			"message":    "refused by the edge's policy"}},
+	}})
+	vapGVR := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"}
+	vapbGVR := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"}
+	f.create(f.down, vapGVR, vap)
+	f.create(f.down, vapbGVR, obj("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", "", policy, map[string]interface{}{
+		"spec": map[string]interface{}{"policyName": policy, "validationActions": []interface{}{"Deny"}}}))
+	t.Cleanup(func() {
+		f.delete(f.down, vapbGVR, "", policy)
+		f.delete(f.down, vapGVR, "", policy)
+	})
+	// Wait until the policy is in force at the edge.
+	eventually(t, 30*time.Second, "the admission policy to be in force", func() (bool, string) {
+		probe := configMap("default", "reject-probe", nil)
+		_, err := f.down.dyn.Resource(gvrConfigMaps).Namespace("default").Create(f.ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "refused by the edge's policy"), fmt.Sprint(err)
+	})
+
+	f.create(f.up, gvrConfigMaps, configMap(good, "reject-me", map[string]interface{}{"k": "v"}))
+	f.create(f.up, gvrConfigMaps, configMap(refused, "c1", map[string]interface{}{"k": "v"}))
+	for i := 0; i < 5; i++ {
+		f.create(f.up, gvrConfigMaps, configMap(good, fmt.Sprintf("ok-%d", i), map[string]interface{}{"k": "v"}))
+	}
+	f.syncerConfig(f.name, nsScope([]string{good, refused},
+		resource("", "v1", "configmaps"), resource("example.com", "v1", "doesnotexist")))
+	p := f.startSyncer()
+	for i := 0; i < 5; i++ {
+		f.waitFor(f.down, gvrConfigMaps, good, fmt.Sprintf("ok-%d", i), hasMark)
+	}
+	eventually(t, 30*time.Second, "the reasons in the log", func() (bool, string) {
+		log := p.logText()
+		for _, want := range []string{`resource \"doesnotexist.example.com\" is not served upstream`, "refused by the edge's policy", refused} {
+			if !strings.Contains(log, want) {
+				return false, "log lacks " + want
+			}
+		}
+		return true, ""
+	})
+	// Retried with backoff: once the edge relents, the refused objects arrive.
+	f.delete(f.down, vapbGVR, "", policy)
+	f.waitFor(f.down, gvrConfigMaps, good, "reject-me", hasMark)
+	f.waitFor(f.down, gvrConfigMaps, refused, "c1", hasMark)
+	if p.exited() {
+		t.Fatal("the syncer exited")
+	}
+	key := `kubestellar_syncer_writes_total{direction="downsync",resource="configmaps",result="error"}`
+	if got := p.metrics()[key]; got < 1 {
+		t.Errorf("%s = %v, want >= 1", key, got)
+	}
+}
+
+// TestDownsyncIdleSendsNothing: once converged, an idle syncer sends no writes, no LISTs and no GETs
+// (it works from watches), counted from its own request metrics.
+func TestDownsyncIdleSendsNothing(t *testing.T) {
+	f := newFixture(t)
+	ns := f.namespace("ns")
+	for i := 0; i < 20; i++ {
+		f.create(f.up, gvrConfigMaps, configMap(ns, fmt.Sprintf("c-%02d", i), map[string]interface{}{"k": "v"}))
+	}
+	f.create(f.up, gvrDeployments, deployment(ns, "web", 2))
+	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps"), resource("apps", "v1", "deployments")))
+	p := f.startSyncer()
+	f.waitFor(f.down, gvrConfigMaps, ns, "c-19", nil)
+	// The edge's controller manager writes the Deployment's status: not drift, nothing to write.
+	f.waitFor(f.down, gvrDeployments, ns, "web", func(o *unstructured.Unstructured) (bool, string) {
+		g, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
+		return g >= 1, "no status yet"
+	})
+	time.Sleep(2 * time.Second) // let the last events drain
+	before := p.metrics()
+	time.Sleep(10 * time.Second)
+	after := p.metrics()
+	for k, v := range after {
+		if !strings.HasPrefix(k, "kubestellar_syncer_api_requests_total") || strings.Contains(k, `verb="WATCH"`) {
+			continue
+		}
+		if d := v - before[k]; d != 0 {
+			t.Errorf("idle syncer sent %v requests: %s", d, k)
+		}
+	}
+	if after[`kubestellar_syncer_api_requests_total{code="201",side="downstream",verb="PATCH"}`] < 21 {
+		t.Errorf("request metrics look wrong (fewer creating PATCHes than objects): %v", after)
+	}
+}
+
+// TestSyncerBadFlags: a missing kubeconfig is a one-line error and exit status 1, not a panic.
+func TestSyncerBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--from-kubeconfig=/does/not/exist", "--sync-target-uid=x"},
+		{"--sync-target-uid=x"},
+		{"--from-kubeconfig=" + env.Upstream.Kubeconfig, "--to-kubeconfig=/does/not/exist", "--sync-target-uid=x"},
+	} {
+		out, err := exec.Command(syncerBin, args...).CombinedOutput()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 1 {
+			t.Errorf("%v: exit %v, want status 1; output:\n%s", args, err, out)
+			continue
+		}
+		text := strings.TrimSpace(string(out))
+		if strings.Count(text, "\n") != 0 || !strings.HasPrefix(text, "syncer: ") || strings.Contains(text, "panic") {
+			t.Errorf("%v: want one line starting with \"syncer: \", got:\n%s", args, text)
+		}
+	}
+}

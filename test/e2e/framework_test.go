@@ -1,0 +1,465 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubestellar/syncer/test/testenv"
+)
+
+var (
+	env       *testenv.Env
+	syncerBin string
+	repoRoot  string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	bin := os.Getenv("E2E_BIN")
+	if missing := testenv.MissingBinaries(bin); bin == "" || len(missing) > 0 {
+		msg := fmt.Sprintf("e2e: control-plane binaries %v missing in E2E_BIN=%q (run `make e2e-bins`)", missing, bin)
+		if os.Getenv("E2E") == "1" {
+			fmt.Fprintln(os.Stderr, msg)
+			return 1
+		}
+		fmt.Println(msg + "; skipping")
+		return 0
+	}
+	wd, _ := os.Getwd()
+	repoRoot = filepath.Clean(filepath.Join(wd, "..", ".."))
+	dir, err := os.MkdirTemp("", "syncer-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	syncerBin = filepath.Join(dir, "syncer")
+	build := exec.Command("go", "build", "-race", "-o", syncerBin, "./cmd/syncer")
+	build.Dir, build.Stdout, build.Stderr = repoRoot, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: building the syncer:", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	env, err = testenv.Start(ctx, testenv.Options{BinDir: bin, Dir: filepath.Join(dir, "env"), Log: os.Stderr})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer env.Stop()
+	if err := applyFile(ctx, mustClients(env.Upstream).dyn, filepath.Join(repoRoot, "manifests", "crds", "edge.kubestellar.io_syncerconfigs.yaml")); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: installing the SyncerConfig CRD:", err)
+		return 1
+	}
+	for start := time.Now(); ; time.Sleep(100 * time.Millisecond) {
+		_, err := mustClients(env.Upstream).dyn.Resource(gvrSyncerConfig).List(ctx, metav1.ListOptions{})
+		if err == nil {
+			break
+		}
+		if time.Since(start) > time.Minute {
+			fmt.Fprintln(os.Stderr, "e2e: the SyncerConfig CRD is not served:", err)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// clients of one side.
+type clients struct {
+	cfg  *rest.Config
+	dyn  dynamic.Interface
+	kube kubernetes.Interface
+}
+
+func mustClients(s *testenv.Server) clients {
+	cfg, err := s.RESTConfig()
+	if err != nil {
+		panic(err)
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	return clients{cfg: cfg, dyn: dynamic.NewForConfigOrDie(cfg), kube: kubernetes.NewForConfigOrDie(cfg)}
+}
+
+var (
+	gvrConfigMaps   = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	gvrNamespaces   = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	gvrServices     = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+	gvrDeployments  = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	gvrCRDs         = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	gvrClusterRoles = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}
+	gvrSyncerConfig = schema.GroupVersionResource{Group: "edge.kubestellar.io", Version: "v2alpha1", Resource: "syncerconfigs"}
+)
+
+// fixture is one test's view: both sides' clients and a unique name to build its objects' names from.
+type fixture struct {
+	t        *testing.T
+	ctx      context.Context
+	name     string
+	up, down clients
+}
+
+var nonName = regexp.MustCompile(`[^a-z0-9-]+`)
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	name := strings.Trim(nonName.ReplaceAllString(strings.ToLower(strings.TrimPrefix(t.Name(), "Test")), "-"), "-")
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return &fixture{t: t, ctx: ctx, name: name, up: mustClients(env.Upstream), down: mustClients(env.Downstream)}
+}
+
+// syncerProc is a running syncer process.
+type syncerProc struct {
+	t           *testing.T
+	cmd         *exec.Cmd
+	log         string
+	metricsAddr string
+	done        chan struct{}
+}
+
+type syncerOption func(*[]string)
+
+func withArgs(args ...string) syncerOption {
+	return func(a *[]string) { *a = append(*a, args...) }
+}
+
+// startSyncer runs the syncer as a process with admin kubeconfigs for both sides; it is stopped
+// (SIGTERM) when the test ends, and its log is printed when the test failed.
+func (f *fixture) startSyncer(opts ...syncerOption) *syncerProc {
+	f.t.Helper()
+	addr := freeAddr(f.t)
+	args := []string{
+		"--from-kubeconfig=" + env.Upstream.Kubeconfig, "--to-kubeconfig=" + env.Downstream.Kubeconfig,
+		"--sync-target-name=" + f.name, "--sync-target-uid=uid-" + f.name,
+		"--metrics-bind-address=" + addr, "-v=4",
+	}
+	for _, o := range opts {
+		o(&args)
+	}
+	return startProcess(f.t, syncerBin, args, addr)
+}
+
+func startProcess(t *testing.T, bin string, args []string, metricsAddr string) *syncerProc {
+	t.Helper()
+	logFile, err := os.CreateTemp("", "syncer-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &syncerProc{t: t, cmd: cmd, log: logFile.Name(), metricsAddr: metricsAddr, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); logFile.Close(); close(p.done) }()
+	t.Cleanup(func() {
+		p.stop()
+		if t.Failed() {
+			t.Logf("syncer log (%s), last lines:\n%s", p.log, p.tail(60))
+		} else {
+			os.Remove(p.log)
+		}
+	})
+	return p
+}
+
+// stop sends SIGTERM and waits for the process to exit (SIGKILL after 20s).
+func (p *syncerProc) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		p.t.Errorf("syncer did not exit within 20s of SIGTERM")
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func (p *syncerProc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *syncerProc) logText() string {
+	data, _ := os.ReadFile(p.log)
+	return string(data)
+}
+
+func (p *syncerProc) tail(n int) string {
+	lines := strings.Split(strings.TrimRight(p.logText(), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// metrics scrapes the syncer's /metrics and returns every sample as "name{l1="v1",...}" -> value,
+// labels sorted by name.
+func (p *syncerProc) metrics() map[string]float64 {
+	p.t.Helper()
+	resp, err := http.Get("http://" + p.metricsAddr + "/metrics")
+	if err != nil {
+		p.t.Fatalf("scraping metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		p.t.Fatalf("parsing metrics: %v", err)
+	}
+	out := map[string]float64{}
+	for name, fam := range families {
+		for _, m := range fam.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			key := name + "{" + strings.Join(labels, ",") + "}"
+			switch {
+			case m.Counter != nil:
+				out[key] = m.Counter.GetValue()
+			case m.Gauge != nil:
+				out[key] = m.Gauge.GetValue()
+			}
+		}
+	}
+	return out
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// eventually polls cond every 100ms until it returns true or timeout passes; the last message
+// explains the failure.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var msg string
+	for {
+		var ok bool
+		ok, msg = cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, msg)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// consistently checks cond every 100ms for the whole duration.
+func consistently(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if ok, msg := cond(); !ok {
+			t.Fatalf("%s stopped holding: %s", what, msg)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func obj(apiVersion, kind, namespace, name string, fields map[string]interface{}) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": apiVersion, "kind": kind}}
+	for k, v := range fields {
+		u.Object[k] = v
+	}
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	return u
+}
+
+func (f *fixture) create(c clients, gvr schema.GroupVersionResource, o *unstructured.Unstructured) *unstructured.Unstructured {
+	f.t.Helper()
+	out, err := c.dyn.Resource(gvr).Namespace(o.GetNamespace()).Create(f.ctx, o, metav1.CreateOptions{})
+	if err != nil {
+		f.t.Fatalf("creating %s %s/%s: %v", gvr.Resource, o.GetNamespace(), o.GetName(), err)
+	}
+	return out
+}
+
+func (f *fixture) get(c clients, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
+	return c.dyn.Resource(gvr).Namespace(namespace).Get(f.ctx, name, metav1.GetOptions{})
+}
+
+func (f *fixture) update(c clients, gvr schema.GroupVersionResource, namespace, name string, mutate func(*unstructured.Unstructured)) {
+	f.t.Helper()
+	for i := 0; ; i++ {
+		o, err := f.get(c, gvr, namespace, name)
+		if err != nil {
+			f.t.Fatalf("getting %s %s/%s: %v", gvr.Resource, namespace, name, err)
+		}
+		mutate(o)
+		_, err = c.dyn.Resource(gvr).Namespace(namespace).Update(f.ctx, o, metav1.UpdateOptions{})
+		if err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) || i > 5 {
+			f.t.Fatalf("updating %s %s/%s: %v", gvr.Resource, namespace, name, err)
+		}
+	}
+}
+
+func (f *fixture) delete(c clients, gvr schema.GroupVersionResource, namespace, name string) {
+	f.t.Helper()
+	err := c.dyn.Resource(gvr).Namespace(namespace).Delete(f.ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		f.t.Fatalf("deleting %s %s/%s: %v", gvr.Resource, namespace, name, err)
+	}
+}
+
+// namespace creates a namespace upstream (and removes it from both sides when the test ends).
+func (f *fixture) namespace(suffix string) string {
+	f.t.Helper()
+	ns := f.name + "-" + suffix
+	f.create(f.up, gvrNamespaces, obj("v1", "Namespace", "", ns, nil))
+	f.t.Cleanup(func() {
+		ctx := context.Background()
+		_ = f.up.dyn.Resource(gvrNamespaces).Delete(ctx, ns, metav1.DeleteOptions{})
+		_ = f.down.dyn.Resource(gvrNamespaces).Delete(ctx, ns, metav1.DeleteOptions{})
+	})
+	return ns
+}
+
+// syncerConfig creates or replaces a SyncerConfig upstream (deleted when the test ends).
+func (f *fixture) syncerConfig(name string, spec map[string]interface{}) {
+	f.t.Helper()
+	o := obj("edge.kubestellar.io/v2alpha1", "SyncerConfig", "", name, map[string]interface{}{"spec": spec})
+	existing, err := f.get(f.up, gvrSyncerConfig, "", name)
+	switch {
+	case apierrors.IsNotFound(err):
+		f.create(f.up, gvrSyncerConfig, o)
+		f.t.Cleanup(func() {
+			_ = f.up.dyn.Resource(gvrSyncerConfig).Delete(context.Background(), name, metav1.DeleteOptions{})
+		})
+	case err != nil:
+		f.t.Fatal(err)
+	default:
+		o.SetResourceVersion(existing.GetResourceVersion())
+		if _, err := f.up.dyn.Resource(gvrSyncerConfig).Update(f.ctx, o, metav1.UpdateOptions{}); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+// waitFor waits until the object exists on a side and satisfies check (nil: just exists).
+func (f *fixture) waitFor(c clients, gvr schema.GroupVersionResource, namespace, name string, check func(*unstructured.Unstructured) (bool, string)) *unstructured.Unstructured {
+	f.t.Helper()
+	var got *unstructured.Unstructured
+	eventually(f.t, 30*time.Second, fmt.Sprintf("%s %s/%s", gvr.Resource, namespace, name), func() (bool, string) {
+		o, err := f.get(c, gvr, namespace, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		got = o
+		if check == nil {
+			return true, ""
+		}
+		return check(o)
+	})
+	return got
+}
+
+// waitGone waits until the object no longer exists on a side.
+func (f *fixture) waitGone(c clients, gvr schema.GroupVersionResource, namespace, name string) {
+	f.t.Helper()
+	eventually(f.t, 30*time.Second, fmt.Sprintf("%s %s/%s to be gone", gvr.Resource, namespace, name), func() (bool, string) {
+		o, err := f.get(c, gvr, namespace, name)
+		if apierrors.IsNotFound(err) {
+			return true, ""
+		}
+		if err != nil {
+			return false, err.Error()
+		}
+		return false, fmt.Sprintf("still there (deletionTimestamp %v)", o.GetDeletionTimestamp())
+	})
+}
+
+func dataEquals(key, want string) func(*unstructured.Unstructured) (bool, string) {
+	return func(o *unstructured.Unstructured) (bool, string) {
+		got, _, _ := unstructured.NestedString(o.Object, "data", key)
+		return got == want, fmt.Sprintf("data.%s = %q, want %q", key, got, want)
+	}
+}
+
+func configMap(namespace, name string, data map[string]interface{}) *unstructured.Unstructured {
+	return obj("v1", "ConfigMap", namespace, name, map[string]interface{}{"data": data})
+}
+
+// applyFile creates every object of a multi-document YAML file (server-side apply), looking up each
+// resource through discovery of the CRD and core types it uses.
+func applyFile(ctx context.Context, dyn dynamic.Interface, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	dec := yaml.NewYAMLOrJSONDecoder(bufio.NewReader(f), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if err.Error() == "EOF" {
+				return nil
+			}
+			return err
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if u.GetKind() != "CustomResourceDefinition" {
+			return fmt.Errorf("applyFile handles CRDs only, got %s", u.GetKind())
+		}
+		data, _ := u.MarshalJSON()
+		force := true
+		if _, err := dyn.Resource(gvrCRDs).Patch(ctx, u.GetName(), "application/apply-patch+yaml", data, metav1.PatchOptions{FieldManager: "e2e", Force: &force}); err != nil {
+			return err
+		}
+	}
+}
