@@ -133,8 +133,11 @@ func Resolve(sel *Selection, up, down *Index) (map[schema.GroupResource]*Resourc
 			return
 		}
 		res := &Resource{Upstream: r}
-		if d, ok := down.Lookup(gr, r.GVR.Version); ok {
+		// The object is applied with its upstream apiVersion, so the edge must serve that version.
+		if d, ok := down.byGR[gr][r.GVR.Version]; ok {
 			res.Downstream = d
+		} else if len(down.byGR[gr]) > 0 {
+			problems = append(problems, fmt.Sprintf("resource %q is served downstream, but not at version %s", gr, r.GVR.Version))
 		}
 		out[gr] = res
 	}

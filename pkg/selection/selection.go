@@ -39,8 +39,8 @@ type Request struct {
 // resource "*"). Namespaced and cluster-scoped parts are kept apart; which one applies follows from
 // whether the object has a namespace.
 type rule struct {
-	allNamespaces bool                       // namespaceScope namespaces "*"
-	namespaces    sets.Set[string]           // namespaceScope: every object in these namespaces
+	allNamespaces bool                        // namespaceScope namespaces "*"
+	namespaces    sets.Set[string]            // namespaceScope: every object in these namespaces
 	objects       map[string]sets.Set[string] // namespacedObjects: namespace (or "*") -> names (may hold "*")
 	clusterAll    bool
 	clusterNames  sets.Set[string]

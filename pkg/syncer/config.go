@@ -3,8 +3,8 @@ package syncer
 import (
 	"time"
 
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/kubestellar/syncer/pkg/metrics"
 )

@@ -452,4 +452,3 @@ func (s *Syncer) leftoverDeleted(gr schema.GroupResource) {
 		s.resolveQueue.AddAfter(resolveKey, time.Second)
 	}
 }
-

@@ -1,0 +1,140 @@
+package informermanager
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/tools/cache"
+)
+
+type recorder struct {
+	mu     sync.Mutex
+	events map[schema.GroupVersionResource]int
+	synced map[schema.GroupVersionResource]int
+}
+
+func (r *recorder) HandlerFor(gvr schema.GroupVersionResource) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{AddFunc: func(interface{}) {
+		r.mu.Lock()
+		r.events[gvr]++
+		r.mu.Unlock()
+	}}
+}
+
+func (r *recorder) Synced(gvr schema.GroupVersionResource) {
+	r.mu.Lock()
+	r.synced[gvr]++
+	r.mu.Unlock()
+}
+
+func (r *recorder) counts(gvr schema.GroupVersionResource) (int, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.events[gvr], r.synced[gvr]
+}
+
+var (
+	cms = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	sec = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+)
+
+func cm(ns, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap"}}
+	u.SetNamespace(ns)
+	u.SetName(name)
+	u.SetManagedFields(nil)
+	return u
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestAddRemoveReAdd: an informer is started, delivers events and syncs; removing it stops its
+// goroutines and handler (no events after removal, goroutine count back to where it was); adding it
+// again starts a fresh one that syncs again.
+func TestAddRemoveReAdd(t *testing.T) {
+	scheme := kruntime.NewScheme()
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
+		map[schema.GroupVersionResource]string{cms: "ConfigMapList", sec: "SecretList"}, cm("a", "one"))
+	rec := &recorder{events: map[schema.GroupVersionResource]int{}, synced: map[schema.GroupVersionResource]int{}}
+	m := New("test", client, rec, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m.Start(ctx)
+
+	baseline := runtime.NumGoroutine()
+	for round := 1; round <= 3; round++ {
+		started := m.Set(map[schema.GroupVersionResource]Spec{cms: {}, sec: {}})
+		if len(started) != 2 {
+			t.Fatalf("round %d: started %v", round, started)
+		}
+		waitFor(t, "sync", func() bool { _, s := rec.counts(cms); return s == round })
+		if inf, ok := m.Synced(cms); !ok || len(inf.GetStore().List()) != round { // one more object each round
+			t.Fatalf("round %d: cache not synced with the object", round)
+		}
+		m.Set(map[schema.GroupVersionResource]Spec{sec: {}}) // remove configmaps
+		if _, ok := m.Informer(cms); ok {
+			t.Fatal("a removed informer is still listed")
+		}
+		events, _ := rec.counts(cms)
+		if _, err := client.Resource(cms).Namespace("a").Create(ctx, cm("a", "after-removal-"+string(rune('0'+round))), metav1CreateOptions()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if after, _ := rec.counts(cms); after != events {
+			t.Fatalf("round %d: a removed informer's handler still got %d events", round, after-events)
+		}
+		m.Set(nil)
+		if len(m.Running()) != 0 {
+			t.Fatalf("running after Set(nil): %v", m.Running())
+		}
+		waitFor(t, "goroutines to exit", func() bool { return runtime.NumGoroutine() <= baseline })
+	}
+	// A changed spec restarts the informer.
+	m.Set(map[schema.GroupVersionResource]Spec{cms: {}})
+	first, _ := m.Informer(cms)
+	m.Set(map[schema.GroupVersionResource]Spec{cms: {LabelSelector: "a=b"}})
+	second, _ := m.Informer(cms)
+	if first == second {
+		t.Error("a changed label selector did not restart the informer")
+	}
+	m.Stop()
+	waitFor(t, "goroutines to exit after Stop", func() bool { return runtime.NumGoroutine() <= baseline })
+}
+
+// TestTransformDropsManagedFields: caches hold no managedFields.
+func TestTransformDropsManagedFields(t *testing.T) {
+	obj := cm("a", "with-fields")
+	obj.Object["metadata"].(map[string]interface{})["managedFields"] = []interface{}{map[string]interface{}{"manager": "kubectl"}}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(), map[schema.GroupVersionResource]string{cms: "ConfigMapList"}, obj)
+	m := New("test", client, nil, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m.Start(ctx)
+	defer m.Stop()
+	m.Set(map[schema.GroupVersionResource]Spec{cms: {}})
+	var inf cache.SharedIndexInformer
+	waitFor(t, "sync", func() bool { var ok bool; inf, ok = m.Synced(cms); return ok })
+	got := inf.GetStore().List()[0].(*unstructured.Unstructured)
+	if len(got.GetManagedFields()) != 0 {
+		t.Fatal("managedFields kept in the cache")
+	}
+}
+
+func metav1CreateOptions() metav1.CreateOptions { return metav1.CreateOptions{} }

@@ -1,0 +1,218 @@
+package selection
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
+)
+
+func cfg(name string, spec edgev1.SyncerConfigSpec) *edgev1.SyncerConfig {
+	return &edgev1.SyncerConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
+}
+
+func gr(group, resource string) metav1.GroupResource {
+	return metav1.GroupResource{Group: group, Resource: resource}
+}
+
+var (
+	configMaps  = schema.GroupResource{Resource: "configmaps"}
+	deployments = schema.GroupResource{Group: "apps", Resource: "deployments"}
+	crds        = schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}
+)
+
+func TestMatches(t *testing.T) {
+	sel, problems := Merge([]*edgev1.SyncerConfig{
+		cfg("a", edgev1.SyncerConfigSpec{
+			NamespaceScope: edgev1.NamespaceScopeDownsyncs{
+				Namespaces: []string{"app"},
+				Resources:  []edgev1.NamespaceScopeDownsyncResource{{GroupResource: gr("", "configmaps"), APIVersion: "v1"}},
+			},
+			ClusterScope: []edgev1.ClusterScopeDownsyncResource{
+				{GroupResource: gr("apiextensions.k8s.io", "customresourcedefinitions"), APIVersion: "v1", Objects: []string{"widgets.example.com"}},
+				{GroupResource: gr("rbac.authorization.k8s.io", "clusterroles"), APIVersion: "v1"},                             // omitted: all
+				{GroupResource: gr("rbac.authorization.k8s.io", "clusterrolebindings"), APIVersion: "v1", Objects: []string{}}, // none
+				{GroupResource: gr("storage.k8s.io", "storageclasses"), APIVersion: "v1", Objects: []string{"*"}},
+			},
+		}),
+		cfg("b", edgev1.SyncerConfigSpec{
+			NamespacedObjects: []edgev1.NamespaceScopeDownsyncObjects{
+				{GroupResource: gr("apps", "deployments"), APIVersion: "v1", ObjectsByNamespace: []edgev1.NamespaceAndNames{
+					{Namespace: "web", Names: []string{"front"}},
+					{Namespace: "all", Names: []string{"*"}},
+					{Namespace: "none", Names: []string{}},
+				}},
+				{GroupResource: gr("policy.example.com", "*"), APIVersion: "v1", ObjectsByNamespace: []edgev1.NamespaceAndNames{
+					{Namespace: "policy", Names: []string{"*"}},
+				}},
+			},
+		}),
+	})
+	if len(problems) != 0 {
+		t.Fatalf("problems: %v", problems)
+	}
+	for _, tc := range []struct {
+		gr        schema.GroupResource
+		namespace string
+		name      string
+		want      bool
+	}{
+		{configMaps, "app", "anything", true},
+		{configMaps, "other", "anything", false},
+		{configMaps, "", "app", false},
+		{NamespacesResource, "", "app", true},
+		{NamespacesResource, "", "web", true},
+		{NamespacesResource, "", "all", true},
+		{NamespacesResource, "", "none", false}, // names: [] selects nothing, not even the namespace
+		{NamespacesResource, "", "other", false},
+		{deployments, "web", "front", true},
+		{deployments, "web", "back", false},
+		{deployments, "all", "x", true},
+		{deployments, "none", "x", false},
+		{deployments, "app", "x", false},
+		{crds, "", "widgets.example.com", true},
+		{crds, "", "gadgets.example.com", false},
+		{schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}, "", "any", true},
+		{schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"}, "", "any", false},
+		{schema.GroupResource{Group: "storage.k8s.io", Resource: "storageclasses"}, "", "any", true},
+		{schema.GroupResource{Group: "policy.example.com", Resource: "policies"}, "policy", "p", true},
+		{schema.GroupResource{Group: "policy.example.com", Resource: "policies"}, "web", "p", false},
+	} {
+		if got := sel.Matches(tc.gr, tc.namespace, tc.name); got != tc.want {
+			t.Errorf("Matches(%s, %q, %q) = %v, want %v", tc.gr, tc.namespace, tc.name, got, tc.want)
+		}
+	}
+	if !sel.Mentions(schema.GroupResource{Group: "policy.example.com", Resource: "anything"}) {
+		t.Error("a resource of a group selected with \"*\" is not mentioned")
+	}
+	if sel.Mentions(schema.GroupResource{Group: "batch", Resource: "jobs"}) {
+		t.Error("batch/jobs is mentioned")
+	}
+}
+
+func TestNamespaceWildcard(t *testing.T) {
+	sel, _ := Merge([]*edgev1.SyncerConfig{cfg("a", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{
+		Namespaces: []string{"*"},
+		Resources:  []edgev1.NamespaceScopeDownsyncResource{{GroupResource: gr("", "configmaps"), APIVersion: "v1"}},
+	}})})
+	if !sel.Matches(configMaps, "anywhere", "x") || !sel.Matches(NamespacesResource, "", "anywhere") {
+		t.Error("namespace \"*\" does not select every namespace and its contents")
+	}
+}
+
+func TestMergeIsAUnionAndOrderFree(t *testing.T) {
+	a := cfg("a", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"x"},
+		Resources: []edgev1.NamespaceScopeDownsyncResource{{GroupResource: gr("", "configmaps"), APIVersion: "v1"}}}})
+	b := cfg("b", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"y"},
+		Resources: []edgev1.NamespaceScopeDownsyncResource{{GroupResource: gr("", "configmaps"), APIVersion: "v1"}}}})
+	ab, _ := Merge([]*edgev1.SyncerConfig{a, b})
+	ba, _ := Merge([]*edgev1.SyncerConfig{b, a})
+	if !ab.Equal(ba) {
+		t.Error("merge depends on the order of the configs")
+	}
+	if !ab.Matches(configMaps, "x", "c") || !ab.Matches(configMaps, "y", "c") {
+		t.Error("merge is not a union")
+	}
+	only, _ := Merge([]*edgev1.SyncerConfig{a})
+	if only.Equal(ab) {
+		t.Error("different selections compare equal")
+	}
+	empty, _ := Merge(nil)
+	if empty.Matches(configMaps, "x", "c") || len(empty.Requests()) != 0 {
+		t.Error("an empty merge selects something")
+	}
+}
+
+func TestMergeReportsEmptyResource(t *testing.T) {
+	_, problems := Merge([]*edgev1.SyncerConfig{cfg("bad", edgev1.SyncerConfigSpec{
+		ClusterScope: []edgev1.ClusterScopeDownsyncResource{{APIVersion: "v1"}},
+	})})
+	if len(problems) != 1 || !strings.Contains(problems[0], "SyncerConfig bad: clusterScope[0]") {
+		t.Fatalf("problems = %v", problems)
+	}
+}
+
+func index() *Index {
+	all := []string{"list", "watch", "get", "create", "patch", "delete", "update"}
+	return NewIndex(
+		[]*metav1.APIGroup{
+			{Name: "", PreferredVersion: metav1.GroupVersionForDiscovery{Version: "v1"}},
+			{Name: "apps", PreferredVersion: metav1.GroupVersionForDiscovery{Version: "v1"}},
+			{Name: "example.com", PreferredVersion: metav1.GroupVersionForDiscovery{Version: "v2"}},
+		},
+		[]*metav1.APIResourceList{
+			{GroupVersion: "v1", APIResources: []metav1.APIResource{
+				{Name: "configmaps", Kind: "ConfigMap", Namespaced: true, Verbs: all},
+				{Name: "namespaces", Kind: "Namespace", Verbs: all},
+				{Name: "bindings", Kind: "Binding", Namespaced: true, Verbs: []string{"create"}},
+			}},
+			{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{
+				{Name: "deployments", Kind: "Deployment", Namespaced: true, Verbs: all},
+				{Name: "deployments/status", Kind: "Deployment", Namespaced: true, Verbs: all},
+			}},
+			{GroupVersion: "example.com/v1", APIResources: []metav1.APIResource{{Name: "widgets", Kind: "Widget", Namespaced: true, Verbs: all}}},
+			{GroupVersion: "example.com/v2", APIResources: []metav1.APIResource{
+				{Name: "widgets", Kind: "Widget", Namespaced: true, Verbs: all},
+				{Name: "gadgets", Kind: "Gadget", Verbs: all},
+			}},
+		})
+}
+
+func TestResolve(t *testing.T) {
+	sel, _ := Merge([]*edgev1.SyncerConfig{cfg("a", edgev1.SyncerConfigSpec{
+		NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"app"}, Resources: []edgev1.NamespaceScopeDownsyncResource{
+			{GroupResource: gr("apps", "*"), APIVersion: "v1"},
+			{GroupResource: gr("", "*"), APIVersion: "v1"},
+			{GroupResource: gr("example.com", "widgets"), APIVersion: "v1"},
+			{GroupResource: gr("example.com", "doesnotexist"), APIVersion: "v1"},
+			{GroupResource: gr("", "namespaces"), APIVersion: "v1"}, // cluster-scoped, listed as namespaced
+		}},
+	})})
+	up := index()
+	down := NewIndex(nil, []*metav1.APIResourceList{{GroupVersion: "example.com/v2", APIResources: []metav1.APIResource{
+		{Name: "widgets", Kind: "Widget", Namespaced: true, Verbs: []string{"list", "watch", "get", "create", "patch", "delete"}},
+	}}, {GroupVersion: "v1", APIResources: []metav1.APIResource{
+		{Name: "configmaps", Kind: "ConfigMap", Namespaced: true, Verbs: []string{"list", "watch", "get", "create", "patch", "delete"}},
+		{Name: "namespaces", Kind: "Namespace", Verbs: []string{"list", "watch", "get", "create", "patch", "delete"}},
+	}}})
+	res, problems := Resolve(sel, up, down)
+	got := map[string]string{}
+	for g, r := range res {
+		got[g.String()] = r.Upstream.GVR.Version + "/" + r.Downstream.GVR.Version
+	}
+	want := map[string]string{
+		"deployments.apps":    "v1/",   // served upstream only: waits for the edge
+		"configmaps":          "v1/v1", // "*" in core: not bindings (not syncable), not namespaces (cluster-scoped)
+		"widgets.example.com": "v1/",   // the version asked for, not the preferred v2
+		"namespaces":          "v1/v1", // implied by namespaceScope
+	}
+	if len(got) != len(want) {
+		t.Errorf("resolved %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s resolved to %q, want %q", k, got[k], v)
+		}
+	}
+	joined := strings.Join(problems, "\n")
+	for _, p := range []string{`"doesnotexist.example.com" is not served upstream`, `"namespaces" is cluster-scoped, but is listed with namespaced resources`,
+		`"widgets.example.com" is served downstream, but not at version v1`} {
+		if !strings.Contains(joined, p) {
+			t.Errorf("problems lack %q:\n%s", p, joined)
+		}
+	}
+}
+
+func TestLookupFallsBackToPreferred(t *testing.T) {
+	idx := index()
+	r, ok := idx.Lookup(schema.GroupResource{Group: "example.com", Resource: "widgets"}, "v9")
+	if !ok || r.GVR.Version != "v2" {
+		t.Fatalf("Lookup = %v %v, want the preferred v2", r.GVR, ok)
+	}
+	if _, ok := idx.Lookup(schema.GroupResource{Group: "apps", Resource: "deployments/status"}, ""); ok {
+		t.Fatal("subresources are indexed")
+	}
+}
