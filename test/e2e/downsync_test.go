@@ -256,7 +256,7 @@ func TestDownsyncOwnershipConflict(t *testing.T) {
 	eventually(t, 30*time.Second, "the conflict to be reported", func() (bool, string) {
 		return strings.Contains(p.logText(), "exists downstream without the syncer's mark"), "no conflict in the log"
 	})
-	key := fmt.Sprintf(`kubestellar_syncer_writes_total{direction="downsync",resource="configmaps",result="conflict"}`)
+	key := `kubestellar_syncer_writes_total{direction="downsync",resource="configmaps",result="conflict"}`
 	if got := p.metrics()[key]; got < 1 {
 		t.Errorf("%s = %v, want >= 1", key, got)
 	}
