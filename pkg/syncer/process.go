@@ -135,12 +135,6 @@ func (c *Controller) applyDownstream(ctx context.Context, key Key, res *selectio
 		}
 	}
 
-	isNamespace := key.GVR.GroupResource() == selection.NamespacesResource
-	if downObj != nil && !mapping.OwnedDownstream(downObj) && isNamespace {
-		// A namespace that was there before the syncer: use it, leave it alone.
-		logger.V(logging.Skip).Info("Namespace exists downstream and is not the syncer's; using it as it is")
-		return 0, nil
-	}
 	creating := downObj == nil
 	if creating {
 		// Our cache holds only labelled objects: make sure nobody else's object has this name.
@@ -153,10 +147,12 @@ func (c *Controller) applyDownstream(ctx context.Context, key Key, res *selectio
 			downObj, creating = live, false
 		}
 	}
+	if downObj != nil && !mapping.OwnedDownstream(downObj) && key.GVR.GroupResource() == selection.NamespacesResource {
+		// A namespace that was there before the syncer: use it, leave it alone (even when adopting).
+		logger.V(logging.Skip).Info("Namespace exists downstream and is not the syncer's; using it as it is")
+		return 0, nil
+	}
 	if downObj != nil && !mapping.OwnedDownstream(downObj) && !c.cfg.AdoptExisting {
-		if isNamespace {
-			return 0, nil
-		}
 		c.metrics.Writes.WithLabelValues(metrics.Downsync, resource, metrics.Conflict).Inc()
 		c.reportConflict(ctx, key, fmt.Sprintf("%s exists downstream without the syncer's mark %s=%s (pass --adopt-existing to take it over)",
 			key.String(), mapping.DownsyncedAnnotation, mapping.MarkOf(desired)))
