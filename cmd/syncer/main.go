@@ -141,6 +141,8 @@ func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics
 		DownstreamDiscovery:    downDisc,
 		SyncTargetName:         opts.SyncTargetName,
 		Workers:                opts.Workers,
+		StatusWorkers:          opts.StatusWorkers,
+		UpsyncWorkers:          opts.UpsyncWorkers,
 		AdoptExisting:          opts.AdoptExisting,
 		FieldManager:           syncer.DefaultFieldManager,
 		DiscoveryRefreshPeriod: opts.DiscoveryRefreshPeriod,

@@ -216,3 +216,64 @@ func FuzzToDownstream(f *testing.F) {
 		}
 	})
 }
+
+const edgeReport = `{"apiVersion":"wgpolicyk8s.io/v1alpha2","kind":"PolicyReport","metadata":{"name":"r","namespace":"policy","uid":"u1",
+ "resourceVersion":"7","generation":2,"creationTimestamp":"2024-01-01T00:00:00Z","managedFields":[{"manager":"kyverno"}],
+ "ownerReferences":[{"apiVersion":"v1","kind":"Pod","name":"p","uid":"edge-uid"}],
+ "labels":{"app":"kyverno","edge.kubestellar.io/downsynced-by":"someone"},"annotations":{"note":"kept","edge.kubestellar.io/downsync-hash":"x"}},
+ "summary":{"fail":1},"status":{"phase":"Done"}}`
+
+func TestToUpstream(t *testing.T) {
+	down := mustObj(t, edgeReport)
+	before, _ := json.Marshal(down.Object)
+	up, err := ToUpstream(down, Options{OwnerLabelValue: "edge1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := json.Marshal(down.Object); string(after) != string(before) {
+		t.Error("ToUpstream modified its input")
+	}
+	if !OwnedUpstream(up) || up.GetAnnotations()[UpsyncedAnnotation] != "PolicyReport/policy/r" {
+		t.Errorf("mark: %v", up.GetAnnotations())
+	}
+	if up.GetLabels()[UpsyncOwnerLabel] != "edge1" || up.GetLabels()[OwnerLabel] != "" || up.GetLabels()["app"] != "kyverno" {
+		t.Errorf("labels: %v", up.GetLabels())
+	}
+	if up.GetAnnotations()["note"] != "kept" || up.GetAnnotations()[HashAnnotation] != "" || up.GetAnnotations()[UpsyncHashAnnotation] == "" {
+		t.Errorf("annotations: %v", up.GetAnnotations())
+	}
+	if up.GetUID() != "" || up.GetResourceVersion() != "" || len(up.GetOwnerReferences()) != 0 || up.GetManagedFields() != nil || up.GetGeneration() != 0 {
+		t.Errorf("edge metadata kept: %v", up.Object["metadata"])
+	}
+	if s, _, _ := unstructured.NestedString(up.Object, "status", "phase"); s != "Done" {
+		t.Error("status dropped")
+	}
+	if !UpsyncedUpToDate(up, up) || !StatusEqual(up, up) {
+		t.Error("a copy is not up to date with itself")
+	}
+	// A server-populated copy (uid, resourceVersion) is still up to date.
+	server := up.DeepCopy()
+	server.SetUID("up-uid")
+	server.SetResourceVersion("99")
+	if !UpsyncedUpToDate(up, server) {
+		t.Error("server fields made the copy look stale")
+	}
+	// A content change changes the digest; a status change does not, but StatusEqual sees it.
+	changed := down.DeepCopy()
+	_ = unstructured.SetNestedField(changed.Object, int64(2), "summary", "fail")
+	up2, _ := ToUpstream(changed, Options{OwnerLabelValue: "edge1"})
+	if UpsyncedUpToDate(up2, server) {
+		t.Error("content change not seen")
+	}
+	restatus := down.DeepCopy()
+	_ = unstructured.SetNestedField(restatus.Object, "Failed", "status", "phase")
+	up3, _ := ToUpstream(restatus, Options{OwnerLabelValue: "edge1"})
+	if !UpsyncedUpToDate(up3, server) || StatusEqual(up3, server) {
+		t.Error("a status change must leave the content up to date and the status different")
+	}
+	noStatus := mustObj(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}`)
+	emptyStatus := mustObj(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"status":{}}`)
+	if !StatusEqual(noStatus, emptyStatus) || StatusEqual(noStatus, up) {
+		t.Error("StatusEqual on absent/empty status")
+	}
+}

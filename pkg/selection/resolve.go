@@ -16,6 +16,8 @@ type APIResource struct {
 	Kind       string
 	Namespaced bool
 	Verbs      sets.Set[string]
+	// HasStatus tells whether the resource serves a status subresource.
+	HasStatus bool
 }
 
 // Index is what one side's discovery serves, by GroupResource and version.
@@ -42,11 +44,18 @@ func NewIndex(groups []*metav1.APIGroup, lists []*metav1.APIResourceList) *Index
 		if err != nil {
 			continue
 		}
+		withStatus := sets.New[string]()
+		for _, r := range list.APIResources {
+			if parent, sub, ok := strings.Cut(r.Name, "/"); ok && sub == "status" {
+				withStatus.Insert(parent)
+			}
+		}
 		for _, r := range list.APIResources {
 			if strings.Contains(r.Name, "/") {
 				continue
 			}
-			res := APIResource{GVR: gv.WithResource(r.Name), Kind: r.Kind, Namespaced: r.Namespaced, Verbs: sets.New[string](r.Verbs...)}
+			res := APIResource{GVR: gv.WithResource(r.Name), Kind: r.Kind, Namespaced: r.Namespaced, Verbs: sets.New[string](r.Verbs...),
+				HasStatus: withStatus.Has(r.Name)}
 			gr := res.GVR.GroupResource()
 			if idx.byGR[gr] == nil {
 				idx.byGR[gr] = map[string]APIResource{}

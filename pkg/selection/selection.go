@@ -18,9 +18,12 @@ const wildcard = edgev1.Wildcard
 
 // Selection is the union of all SyncerConfigs. It is immutable once built.
 type Selection struct {
-	rules    map[schema.GroupResource]*rule
-	requests []Request
-	upsync   []edgev1.UpsyncSet
+	rules map[schema.GroupResource]*rule
+	// statusRules select the objects whose status is returned: those of the configs that did not
+	// switch status return off.
+	statusRules map[schema.GroupResource]*rule
+	requests    []Request
+	upsync      []edgev1.UpsyncSet
 }
 
 // Request is one resource named by a config, before resolution against discovery.
@@ -68,6 +71,23 @@ func (r *rule) matches(namespace, name string) bool {
 // Merge builds the Selection from every SyncerConfig. Entries with no resource name are reported as
 // problems and skipped; the rest still counts.
 func Merge(configs []*edgev1.SyncerConfig) (*Selection, []string) {
+	s, problems := merge(configs)
+	var returning []*edgev1.SyncerConfig
+	for _, cfg := range configs {
+		if cfg.Spec.ReturnsStatus() {
+			returning = append(returning, cfg)
+		}
+	}
+	if len(returning) == len(configs) {
+		s.statusRules = s.rules
+	} else {
+		r, _ := merge(returning)
+		s.statusRules = r.rules
+	}
+	return s, problems
+}
+
+func merge(configs []*edgev1.SyncerConfig) (*Selection, []string) {
 	s := &Selection{rules: map[schema.GroupResource]*rule{}}
 	var problems []string
 	sorted := append([]*edgev1.SyncerConfig(nil), configs...)
@@ -197,19 +217,25 @@ func (s *Selection) Mentions(gr schema.GroupResource) bool {
 // Matches tells whether the object of the given resource, namespace ("" for cluster-scoped) and name
 // is selected for downsync. It needs no discovery.
 func (s *Selection) Matches(gr schema.GroupResource, namespace, name string) bool {
-	if s == nil {
-		return false
-	}
-	if r, ok := s.rules[gr]; ok && r.matches(namespace, name) {
+	return s != nil && matchRules(s.rules, gr, namespace, name)
+}
+
+func matchRules(rules map[schema.GroupResource]*rule, gr schema.GroupResource, namespace, name string) bool {
+	if r, ok := rules[gr]; ok && r.matches(namespace, name) {
 		return true
 	}
 	if gr == NamespacesResource {
 		return false
 	}
-	if r, ok := s.rules[schema.GroupResource{Group: gr.Group, Resource: wildcard}]; ok && r.matches(namespace, name) {
+	if r, ok := rules[schema.GroupResource{Group: gr.Group, Resource: wildcard}]; ok && r.matches(namespace, name) {
 		return true
 	}
 	return false
+}
+
+// ReturnsStatus tells whether the status of a downsynced object is to be written back upstream.
+func (s *Selection) ReturnsStatus(gr schema.GroupResource, namespace, name string) bool {
+	return s != nil && matchRules(s.statusRules, gr, namespace, name)
 }
 
 // Equal tells whether two selections select the same objects. Config names and entry order do not
@@ -223,27 +249,33 @@ func (s *Selection) Equal(o *Selection) bool {
 
 func (s *Selection) fingerprint() string {
 	var b strings.Builder
-	grs := make([]schema.GroupResource, 0, len(s.rules))
-	for gr := range s.rules {
+	writeRules(&b, s.rules)
+	b.WriteString("status:")
+	writeRules(&b, s.statusRules)
+	for _, r := range s.requests {
+		fmt.Fprintf(&b, "%s/%s/%s/%v;", r.Group, r.Version, r.Resource, r.Namespaced)
+	}
+	fmt.Fprintf(&b, "%v", s.upsync)
+	return b.String()
+}
+
+func writeRules(b *strings.Builder, rules map[schema.GroupResource]*rule) {
+	grs := make([]schema.GroupResource, 0, len(rules))
+	for gr := range rules {
 		grs = append(grs, gr)
 	}
 	sort.Slice(grs, func(i, j int) bool { return grs[i].String() < grs[j].String() })
 	for _, gr := range grs {
-		r := s.rules[gr]
-		fmt.Fprintf(&b, "%s|%v|%v|%v|%v|", gr, r.allNamespaces, sets.List(r.namespaces), r.clusterAll, sets.List(r.clusterNames))
+		r := rules[gr]
+		fmt.Fprintf(b, "%s|%v|%v|%v|%v|", gr, r.allNamespaces, sets.List(r.namespaces), r.clusterAll, sets.List(r.clusterNames))
 		nss := make([]string, 0, len(r.objects))
 		for ns := range r.objects {
 			nss = append(nss, ns)
 		}
 		sort.Strings(nss)
 		for _, ns := range nss {
-			fmt.Fprintf(&b, "%s=%v,", ns, sets.List(r.objects[ns]))
+			fmt.Fprintf(b, "%s=%v,", ns, sets.List(r.objects[ns]))
 		}
 		b.WriteString(";")
 	}
-	for _, r := range s.requests {
-		fmt.Fprintf(&b, "%s/%s/%s/%v;", r.Group, r.Version, r.Resource, r.Namespaced)
-	}
-	fmt.Fprintf(&b, "%v", s.upsync)
-	return b.String()
 }

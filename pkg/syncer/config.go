@@ -25,6 +25,9 @@ type Config struct {
 	SyncTargetName string
 	// Workers is the number of downsync workers.
 	Workers int
+	// StatusWorkers and UpsyncWorkers are the numbers of status-return and upsync workers.
+	StatusWorkers int
+	UpsyncWorkers int
 	// AdoptExisting lets the syncer take over downstream objects that exist without its mark.
 	AdoptExisting bool
 	// FieldManager is the server-side apply field manager.

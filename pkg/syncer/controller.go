@@ -2,20 +2,14 @@ package syncer
 
 import (
 	"context"
-	"fmt"
-	"sync"
-	"time"
 
-	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/logging"
 	"github.com/kubestellar/syncer/pkg/mapping"
@@ -24,22 +18,11 @@ import (
 
 // Key identifies one object to downsync. GVR is the upstream version of the resource when it is
 // selected (the downstream one for leftovers), so events from both sides meet in one key.
-type Key struct {
-	GVR       schema.GroupVersionResource
-	Namespace string
-	Name      string
-}
-
-func (k Key) String() string {
-	if k.Namespace == "" {
-		return k.GVR.String() + " " + k.Name
-	}
-	return k.GVR.String() + " " + k.Namespace + "/" + k.Name
-}
+type Key = framework.Key
 
 // Controller is the downsync controller: one named, rate-limited queue and its workers.
 type Controller struct {
-	queue      workqueue.TypedRateLimitingInterface[Key]
+	queue      *framework.Queue
 	upClient   dynamic.Interface
 	downClient dynamic.Interface
 	up, down   *informermanager.Manager
@@ -51,19 +34,12 @@ type Controller struct {
 	// onLeftoverDeleted is called when an owned object is deleted downstream (set by the engine).
 	onLeftoverDeleted func(schema.GroupResource)
 
-	conflictsMu sync.Mutex
-	conflicts   map[Key]string // reported conflicts, so each is logged once at level 0
+	conflicts framework.ConflictLog
 }
 
 // NewController wires the downsync controller; it does no API I/O.
 func NewController(cfg Config, ownerLabel string, up, down *informermanager.Manager, state func() *snapshot) *Controller {
-	rl := workqueue.NewTypedMaxOfRateLimiter(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[Key](20*time.Millisecond, 5*time.Minute),
-		&workqueue.TypedBucketRateLimiter[Key]{Limiter: rate.NewLimiter(rate.Limit(50), 500)},
-	)
-	return &Controller{
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(rl,
-			workqueue.TypedRateLimitingQueueConfig[Key]{Name: metrics.Downsync, MetricsProvider: cfg.Metrics.WorkqueueProvider()}),
+	c := &Controller{
 		upClient:   cfg.UpstreamDynamic,
 		downClient: cfg.DownstreamDynamic,
 		up:         up,
@@ -72,91 +48,61 @@ func NewController(cfg Config, ownerLabel string, up, down *informermanager.Mana
 		opts:       mapping.Options{OwnerLabelValue: ownerLabel},
 		cfg:        cfg,
 		metrics:    cfg.Metrics,
-		conflicts:  map[Key]string{},
+		conflicts:  framework.ConflictLog{Verbosity: logging.Skip},
 	}
+	c.queue = framework.NewQueue(metrics.Downsync, cfg.Metrics.WorkqueueProvider(), c.process)
+	return c
 }
 
 // Run starts the workers and blocks until ctx is done and they have exited.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	logger := klog.FromContext(ctx).WithValues("controller", metrics.Downsync)
-	ctx = klog.NewContext(ctx, logger)
-	var wg sync.WaitGroup
-	for i := 0; i < workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wait.UntilWithContext(ctx, c.runWorker, time.Second)
-		}()
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
-	logger.Info("Downsync workers stopped")
-}
-
-func (c *Controller) runWorker(ctx context.Context) {
-	for c.processNext(ctx) {
-	}
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(key)
-	logger := klog.FromContext(ctx).WithValues("key", key.String())
-	requeueAfter, err := c.process(klog.NewContext(ctx, logger), key)
-	switch {
-	case err != nil:
-		logger.Error(err, "Downsync failed; will retry", "retries", c.queue.NumRequeues(key))
-		c.queue.AddRateLimited(key)
-	case requeueAfter > 0:
-		c.queue.Forget(key)
-		c.queue.AddAfter(key, requeueAfter)
-	default:
-		c.queue.Forget(key)
-	}
-	return true
-}
+func (c *Controller) Run(ctx context.Context, workers int) { c.queue.Run(ctx, workers) }
 
 // handlerFor returns the event handler of one side's informer for a resource.
 func (c *Controller) handlerFor(side string, gvr schema.GroupVersionResource) cache.ResourceEventHandler {
 	gr := gvr.GroupResource()
-	enqueue := func(obj interface{}, why string) {
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
+	downstream := side == Downstream
+	enqueue := func(u *unstructured.Unstructured, why string) {
+		st := c.state()
+		if _, ok := st.resources[gr]; !ok {
+			if _, ok := st.leftovers[gr]; !ok {
+				return // an upsync-only resource
+			}
 		}
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			return
-		}
-		key := Key{GVR: c.state().canonicalGVR(gr, gvr), Namespace: u.GetNamespace(), Name: u.GetName()}
+		key := Key{GVR: st.canonicalGVR(gr, gvr), Namespace: u.GetNamespace(), Name: u.GetName()}
 		klog.V(logging.Trace).Info("Enqueue", "key", key.String(), "side", side, "reason", why)
 		c.queue.Add(key)
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
-			enqueue(obj, "added")
-			if side == Downstream && gvr == namespaceGVR {
+			u := framework.ObjectOf(obj)
+			if u == nil {
+				return
+			}
+			if downstream && gvr == namespaceGVR {
 				// Objects waiting for this namespace can go now.
-				if u, ok := obj.(*unstructured.Unstructured); ok {
-					c.enqueueNamespace(u.GetName())
-				}
+				c.enqueueNamespace(u.GetName())
+			}
+			if !downstream || mapping.OwnedDownstream(u) {
+				enqueue(u, "added")
 			}
 		},
 		UpdateFunc: func(oldObj, newObj interface{}) {
-			o, ok1 := oldObj.(*unstructured.Unstructured)
-			n, ok2 := newObj.(*unstructured.Unstructured)
-			if ok1 && ok2 && mapping.EqualApartFromStatus(o, n) {
+			o, n := framework.ObjectOf(oldObj), framework.ObjectOf(newObj)
+			if o == nil || n == nil || mapping.EqualApartFromStatus(o, n) {
 				return // a status write (or a resync): not downsync's business
 			}
-			enqueue(newObj, "updated")
+			if downstream && !mapping.OwnedDownstream(o) && !mapping.OwnedDownstream(n) {
+				return // an edge object (seen when the resource is also upsynced)
+			}
+			enqueue(n, "updated")
 		},
 		DeleteFunc: func(obj interface{}) {
-			enqueue(obj, "deleted")
-			if side == Downstream {
+			u := framework.ObjectOf(obj)
+			if u == nil {
+				return
+			}
+			enqueue(u, "deleted")
+			if downstream {
 				c.leftoverDeleted(gr)
 			}
 		},
@@ -173,6 +119,11 @@ func (c *Controller) leftoverDeleted(gr schema.GroupResource) {
 // enqueueResource enqueues every object of a resource that either side's cache holds.
 func (c *Controller) enqueueResource(gr schema.GroupResource) {
 	st := c.state()
+	if _, ok := st.resources[gr]; !ok {
+		if _, ok := st.leftovers[gr]; !ok {
+			return
+		}
+	}
 	for _, m := range []*informermanager.Manager{c.up, c.down} {
 		for _, gvr := range m.Running() {
 			if gvr.GroupResource() != gr {
@@ -222,25 +173,4 @@ func (c *Controller) enqueueNamespace(namespace string) {
 			c.queue.Add(Key{GVR: st.canonicalGVR(gr, r.Upstream.GVR), Namespace: namespace, Name: name})
 		}
 	}
-}
-
-// reportConflict logs a conflict with an unowned downstream object once at level 0 (then at Skip).
-func (c *Controller) reportConflict(ctx context.Context, key Key, reason string) {
-	c.conflictsMu.Lock()
-	first := c.conflicts[key] != reason
-	c.conflicts[key] = reason
-	c.conflictsMu.Unlock()
-	logger := klog.FromContext(ctx)
-	msg := fmt.Sprintf("Not writing downstream: %s", reason)
-	if first {
-		logger.Error(nil, msg)
-	} else {
-		logger.V(logging.Skip).Info(msg)
-	}
-}
-
-func (c *Controller) clearConflict(key Key) {
-	c.conflictsMu.Lock()
-	delete(c.conflicts, key)
-	c.conflictsMu.Unlock()
 }

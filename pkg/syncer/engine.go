@@ -28,6 +28,8 @@ import (
 	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/selection"
+	"github.com/kubestellar/syncer/pkg/status"
+	"github.com/kubestellar/syncer/pkg/upsync"
 )
 
 // Sides of the syncer.
@@ -50,7 +52,12 @@ type snapshot struct {
 	// leftovers are downstream resources watched only for owned objects that are no longer selected
 	// (to delete them) or whose API is missing upstream (to hold them).
 	leftovers map[schema.GroupResource]schema.GroupVersionResource
-	problems  []string
+	// upsync are the resources selected for upsync, served on both sides at one version.
+	upsync map[schema.GroupResource]*selection.Resource
+	// upLeftovers are upstream resources watched only for this syncer's upsynced copies whose
+	// resource left the upsync selection (to delete them).
+	upLeftovers map[schema.GroupResource]schema.GroupVersionResource
+	problems    []string
 }
 
 // downstreamGVR is where objects of a resource live downstream.
@@ -87,9 +94,12 @@ type Syncer struct {
 	resolveQueue workqueue.TypedRateLimitingInterface[string]
 	state        atomic.Pointer[snapshot]
 	scanned      bool // leftovers scan done (resolver goroutine only)
+	upScanned    bool // upsync leftovers scan done (resolver goroutine only)
 	lastProblems string
 
 	downsync *Controller
+	status   *status.Controller
+	upsync   *upsync.Controller
 }
 
 const resolveKey = "resolve"
@@ -102,8 +112,10 @@ func New(cfg Config) (*Syncer, error) {
 	if cfg.Metrics == nil {
 		return nil, errors.New("syncer: metrics are required")
 	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = 1
+	for _, w := range []*int{&cfg.Workers, &cfg.StatusWorkers, &cfg.UpsyncWorkers} {
+		if *w <= 0 {
+			*w = 1
+		}
 	}
 	if cfg.FieldManager == "" {
 		cfg.FieldManager = DefaultFieldManager
@@ -120,11 +132,28 @@ func New(cfg Config) (*Syncer, error) {
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](500*time.Millisecond, time.Minute),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "resolve", MetricsProvider: cfg.Metrics.WorkqueueProvider()}),
 	}
-	s.state.Store(&snapshot{resources: map[schema.GroupResource]*selection.Resource{}, leftovers: map[schema.GroupResource]schema.GroupVersionResource{}})
+	s.state.Store(&snapshot{
+		resources: map[schema.GroupResource]*selection.Resource{}, leftovers: map[schema.GroupResource]schema.GroupVersionResource{},
+		upsync: map[schema.GroupResource]*selection.Resource{}, upLeftovers: map[schema.GroupResource]schema.GroupVersionResource{},
+	})
 	s.up = informermanager.New(Upstream, cfg.UpstreamDynamic, sideHandlers{s, Upstream}, 0)
 	s.down = informermanager.New(Downstream, cfg.DownstreamDynamic, sideHandlers{s, Downstream}, 0)
 	s.downsync = NewController(cfg, s.ownerLabel, s.up, s.down, s.snapshot)
 	s.downsync.onLeftoverDeleted = s.leftoverDeleted
+	var err error
+	if s.status, err = status.NewController(status.Config{
+		Upstream: cfg.UpstreamDynamic, UpstreamInformers: s.up, DownstreamInformers: s.down,
+		Selection: statusView{s}, Metrics: cfg.Metrics,
+	}); err != nil {
+		return nil, err
+	}
+	if s.upsync, err = upsync.NewController(upsync.Config{
+		Upstream: cfg.UpstreamDynamic, UpstreamInformers: s.up, DownstreamInformers: s.down,
+		Selection: upsyncView{s}, Metrics: cfg.Metrics, OwnerLabelValue: s.ownerLabel,
+		ConflictRecheckPeriod: cfg.ConflictRecheckPeriod, OnLeftoverDeleted: s.upLeftoverDeleted,
+	}); err != nil {
+		return nil, err
+	}
 
 	s.configInformer = dynamicinformer.NewFilteredDynamicInformer(cfg.UpstreamDynamic, edgev1.SyncerConfigResource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
 	s.upCRDs = crdTrigger(cfg.UpstreamDynamic)
@@ -196,7 +225,11 @@ func (s *Syncer) Run(ctx context.Context) error {
 			wait.Until(func() { s.resolveQueue.Add(resolveKey) }, p, ctx.Done())
 		}()
 	}
-	logger.Info("Syncer started", "workers", s.cfg.Workers, "ownerLabel", mapping.OwnerLabel+"="+s.ownerLabel)
+	logger.Info("Syncer started", "workers", s.cfg.Workers, "statusWorkers", s.cfg.StatusWorkers, "upsyncWorkers", s.cfg.UpsyncWorkers,
+		"ownerLabel", mapping.OwnerLabel+"="+s.ownerLabel)
+	wg.Add(2)
+	go func() { defer wg.Done(); s.status.Run(ctx, s.cfg.StatusWorkers) }()
+	go func() { defer wg.Done(); s.upsync.Run(ctx, s.cfg.UpsyncWorkers) }()
 	s.downsync.Run(ctx, s.cfg.Workers)
 	return nil
 }
@@ -341,7 +374,7 @@ func (s *Syncer) resolve(ctx context.Context) error {
 		if r, ok := resources[gr]; ok && r.ServedDownstream() {
 			continue
 		}
-		if inf, ok := s.down.Synced(gvr); ok && len(inf.GetStore().ListKeys()) == 0 {
+		if inf, ok := s.down.Synced(gvr); ok && !holdsLabelled(inf, mapping.OwnerLabel, s.ownerLabel) {
 			continue // nothing of ours is left there
 		}
 		if _, served := downIdx.Lookup(gr, gvr.Version); !served && !downFailed.Has(gr.Group) {
@@ -350,7 +383,19 @@ func (s *Syncer) resolve(ctx context.Context) error {
 		leftovers[gr] = gvr
 	}
 
-	next := &snapshot{selection: sel, resources: resources, leftovers: leftovers, problems: problems}
+	upsyncRes, upsyncProblems := selection.ResolveUpsync(sel, upIdx, downIdx)
+	problems = append(problems, upsyncProblems...)
+	for gr, r := range old.upsync {
+		if _, ok := upsyncRes[gr]; !ok && (upFailed.Has(gr.Group) || downFailed.Has(gr.Group)) && sel.UpsyncMentions(gr) {
+			upsyncRes[gr] = r // discovery of its group failed this time; keep what worked
+		}
+	}
+	upLeftovers, err := s.upsyncLeftovers(ctx, old, upIdx, upFailed, upsyncRes)
+	if err != nil {
+		return err
+	}
+
+	next := &snapshot{selection: sel, resources: resources, leftovers: leftovers, upsync: upsyncRes, upLeftovers: upLeftovers, problems: problems}
 	s.state.Store(next)
 
 	upSpecs := map[schema.GroupVersionResource]informermanager.Spec{}
@@ -369,6 +414,16 @@ func (s *Syncer) resolve(ctx context.Context) error {
 			downSpecs[gvr] = owned
 		}
 	}
+	// Upsync sees every edge object of its resources, and every upstream one (to find conflicts).
+	for _, r := range upsyncRes {
+		upSpecs[r.Upstream.GVR] = informermanager.Spec{}
+		downSpecs[r.Downstream.GVR] = informermanager.Spec{}
+	}
+	for _, gvr := range upLeftovers {
+		if _, ok := upSpecs[gvr]; !ok {
+			upSpecs[gvr] = informermanager.Spec{LabelSelector: mapping.UpsyncOwnerLabel + "=" + s.ownerLabel}
+		}
+	}
 	s.up.Set(upSpecs)
 	s.down.Set(downSpecs)
 	s.cfg.Metrics.InformersRunning.WithLabelValues(Upstream).Set(float64(len(upSpecs)))
@@ -381,13 +436,25 @@ func (s *Syncer) resolve(ctx context.Context) error {
 		}
 	}
 	if !sel.Equal(old.selection) {
-		logger.Info("Selection changed", "syncerConfigs", len(configs), "resources", grNames(resources), "leftovers", len(leftovers))
+		logger.Info("Selection changed", "syncerConfigs", len(configs), "resources", grNames(resources), "leftovers", len(leftovers),
+			"upsync", grNames(upsyncRes), "upsyncLeftovers", len(upLeftovers))
 		s.downsync.enqueueAll()
+		for gr := range resources {
+			s.status.EnqueueResource(gr)
+		}
+		for gr := range upsyncRes {
+			s.upsync.EnqueueResource(gr)
+		}
 	} else {
 		for gr := range leftovers {
 			if _, was := old.leftovers[gr]; !was {
 				s.downsync.enqueueResource(gr)
 			}
+		}
+	}
+	for gr := range upLeftovers {
+		if _, was := old.upLeftovers[gr]; !was {
+			s.upsync.EnqueueResource(gr)
 		}
 	}
 	return nil
@@ -416,6 +483,64 @@ func (s *Syncer) scanLeftovers(ctx context.Context, downIdx *selection.Index, se
 	return found, nil
 }
 
+// upsyncLeftovers finds upstream resources, other than the upsync-selected ones, that hold copies
+// this syncer upsynced: carried over from the previous snapshot, and found once at start by a LIST
+// with limit 1 and the upsync owner label per upstream resource. A resource is dropped once its
+// cache holds no copy of ours.
+func (s *Syncer) upsyncLeftovers(ctx context.Context, old *snapshot, upIdx *selection.Index, upFailed sets.Set[string],
+	selected map[schema.GroupResource]*selection.Resource) (map[schema.GroupResource]schema.GroupVersionResource, error) {
+	candidates := map[schema.GroupResource]schema.GroupVersionResource{}
+	for gr, gvr := range old.upLeftovers {
+		candidates[gr] = gvr
+	}
+	for gr, r := range old.upsync {
+		candidates[gr] = r.Upstream.GVR
+	}
+	if !s.upScanned {
+		selector := mapping.UpsyncOwnerLabel + "=" + s.ownerLabel
+		for _, r := range upIdx.All() {
+			gr := r.GVR.GroupResource()
+			if _, ok := selected[gr]; ok || !r.Syncable() {
+				continue
+			}
+			list, err := s.cfg.UpstreamDynamic.Resource(r.GVR).List(ctx, metav1.ListOptions{LabelSelector: selector, Limit: 1})
+			switch {
+			case apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err):
+				continue
+			case err != nil:
+				return nil, fmt.Errorf("looking for upsynced copies of %s upstream: %w", gr, err)
+			case len(list.Items) > 0:
+				candidates[gr] = r.GVR
+			}
+		}
+		s.upScanned = true
+	}
+	out := map[schema.GroupResource]schema.GroupVersionResource{}
+	for gr, gvr := range candidates {
+		if _, ok := selected[gr]; ok {
+			continue
+		}
+		if inf, ok := s.up.Synced(gvr); ok && !holdsLabelled(inf, mapping.UpsyncOwnerLabel, s.ownerLabel) {
+			continue
+		}
+		if _, served := upIdx.Lookup(gr, gvr.Version); !served && !upFailed.Has(gr.Group) {
+			continue
+		}
+		out[gr] = gvr
+	}
+	return out, nil
+}
+
+// holdsLabelled tells whether an informer's cache holds an object with the label key=value.
+func holdsLabelled(inf cache.SharedIndexInformer, key, value string) bool {
+	for _, obj := range inf.GetStore().List() {
+		if u, ok := obj.(*unstructured.Unstructured); ok && u.GetLabels()[key] == value {
+			return true
+		}
+	}
+	return false
+}
+
 func grNames(m map[schema.GroupResource]*selection.Resource) []string {
 	out := make([]string, 0, len(m))
 	for gr := range m {
@@ -425,23 +550,92 @@ func grNames(m map[schema.GroupResource]*selection.Resource) []string {
 	return out
 }
 
-// sideHandlers connects one side's informers to the downsync queue.
+// sideHandlers connects one side's informers to the downsync, status and upsync queues.
 type sideHandlers struct {
 	s    *Syncer
 	side string
 }
 
 func (h sideHandlers) HandlerFor(gvr schema.GroupVersionResource) cache.ResourceEventHandler {
-	return h.s.downsync.handlerFor(h.side, gvr)
+	down := h.side == Downstream
+	return fanOut{h.s.downsync.handlerFor(h.side, gvr), h.s.status.Handler(down, gvr), h.s.upsync.Handler(down, gvr)}
 }
 
 func (h sideHandlers) Synced(gvr schema.GroupVersionResource) {
-	h.s.downsync.enqueueResource(gvr.GroupResource())
+	gr := gvr.GroupResource()
+	h.s.downsync.enqueueResource(gr)
+	h.s.status.EnqueueResource(gr)
+	h.s.upsync.EnqueueResource(gr)
 	if h.side == Downstream {
 		// A leftover resource that emptied can be dropped; let the resolver look.
-		if _, ok := h.s.snapshot().leftovers[gvr.GroupResource()]; ok {
+		if _, ok := h.s.snapshot().leftovers[gr]; ok {
 			h.s.resolveQueue.AddAfter(resolveKey, time.Second)
 		}
+	} else if _, ok := h.s.snapshot().upLeftovers[gr]; ok {
+		h.s.resolveQueue.AddAfter(resolveKey, time.Second)
+	}
+}
+
+// fanOut passes each event to several handlers.
+type fanOut []cache.ResourceEventHandler
+
+func (f fanOut) OnAdd(obj interface{}, isInInitialList bool) {
+	for _, h := range f {
+		h.OnAdd(obj, isInInitialList)
+	}
+}
+
+func (f fanOut) OnUpdate(oldObj, newObj interface{}) {
+	for _, h := range f {
+		h.OnUpdate(oldObj, newObj)
+	}
+}
+
+func (f fanOut) OnDelete(obj interface{}) {
+	for _, h := range f {
+		h.OnDelete(obj)
+	}
+}
+
+// statusView shows the status controller the current snapshot.
+type statusView struct{ s *Syncer }
+
+func (v statusView) Resource(gr schema.GroupResource) (status.Resource, bool) {
+	r, ok := v.s.snapshot().resources[gr]
+	if !ok || !r.ServedDownstream() {
+		return status.Resource{}, false
+	}
+	return status.Resource{Upstream: r.Upstream.GVR, Downstream: r.Downstream.GVR, UpstreamHasStatus: r.Upstream.HasStatus}, true
+}
+
+func (v statusView) ReturnsStatus(gr schema.GroupResource, namespace, name string) bool {
+	return v.s.snapshot().selection.ReturnsStatus(gr, namespace, name)
+}
+
+// upsyncView shows the upsync controller the current snapshot.
+type upsyncView struct{ s *Syncer }
+
+func (v upsyncView) Resource(gr schema.GroupResource) (upsync.Resource, bool) {
+	st := v.s.snapshot()
+	if r, ok := st.upsync[gr]; ok {
+		return upsync.Resource{Upstream: r.Upstream.GVR, Downstream: r.Downstream.GVR, Namespaced: r.Downstream.Namespaced,
+			UpstreamHasStatus: r.Upstream.HasStatus, Selected: true}, true
+	}
+	if gvr, ok := st.upLeftovers[gr]; ok {
+		return upsync.Resource{Upstream: gvr, Downstream: gvr}, true
+	}
+	return upsync.Resource{}, false
+}
+
+func (v upsyncView) UpsyncMatches(gr schema.GroupResource, namespace, name string) bool {
+	return v.s.snapshot().selection.UpsyncMatches(gr, namespace, name)
+}
+
+// upLeftoverDeleted is told when an upsynced copy of a leftover resource was deleted, so that the
+// resolver can stop watching the resource once no copy is left.
+func (s *Syncer) upLeftoverDeleted(gr schema.GroupResource) {
+	if _, ok := s.snapshot().upLeftovers[gr]; ok {
+		s.resolveQueue.AddAfter(resolveKey, time.Second)
 	}
 }
 

@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/logging"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/metrics"
@@ -40,7 +40,7 @@ func (c *Controller) process(ctx context.Context, key Key) (time.Duration, error
 	if !ok {
 		return 0, nil // enqueued again when the downstream cache syncs
 	}
-	downObj, err := getFromCache(downInf, key.Namespace, key.Name)
+	downObj, err := framework.GetFromCache(downInf, key.Namespace, key.Name)
 	if err != nil {
 		return 0, err
 	}
@@ -51,12 +51,14 @@ func (c *Controller) process(ctx context.Context, key Key) (time.Duration, error
 		if !ok {
 			return 0, nil // enqueued again when the upstream cache syncs
 		}
-		if upObj, err = getFromCache(upInf, key.Namespace, key.Name); err != nil {
+		if upObj, err = framework.GetFromCache(upInf, key.Namespace, key.Name); err != nil {
 			return 0, err
 		}
 	}
 
-	wanted := upObj != nil && upObj.GetDeletionTimestamp() == nil && st.selection.Matches(gr, key.Namespace, key.Name)
+	// Copies upsync wrote upstream are never downsynced back.
+	wanted := upObj != nil && upObj.GetDeletionTimestamp() == nil && !mapping.OwnedUpstream(upObj) &&
+		st.selection.Matches(gr, key.Namespace, key.Name)
 	if !wanted {
 		if res == nil && st.selection.Mentions(gr) {
 			// Selected, but the API is not served upstream right now: hold, never delete on a guess.
@@ -66,22 +68,6 @@ func (c *Controller) process(ctx context.Context, key Key) (time.Duration, error
 		return 0, c.deleteDownstream(ctx, key, downGVR, downObj)
 	}
 	return c.applyDownstream(ctx, key, res, downGVR, upObj, downObj)
-}
-
-func getFromCache(inf cache.SharedIndexInformer, namespace, name string) (*unstructured.Unstructured, error) {
-	k := name
-	if namespace != "" {
-		k = namespace + "/" + name
-	}
-	obj, exists, err := inf.GetIndexer().GetByKey(k)
-	if err != nil || !exists {
-		return nil, err
-	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil, fmt.Errorf("unexpected %T in cache", obj)
-	}
-	return u, nil
 }
 
 // deleteDownstream deletes an owned downstream object that is no longer wanted.
@@ -154,11 +140,11 @@ func (c *Controller) applyDownstream(ctx context.Context, key Key, res *selectio
 	}
 	if downObj != nil && !mapping.OwnedDownstream(downObj) && !c.cfg.AdoptExisting {
 		c.metrics.Writes.WithLabelValues(metrics.Downsync, resource, metrics.Conflict).Inc()
-		c.reportConflict(ctx, key, fmt.Sprintf("%s exists downstream without the syncer's mark %s=%s (pass --adopt-existing to take it over)",
+		c.conflicts.Report(ctx, key, fmt.Sprintf("Not writing downstream: %s exists downstream without the syncer's mark %s=%s (pass --adopt-existing to take it over)",
 			key.String(), mapping.DownsyncedAnnotation, mapping.MarkOf(desired)))
 		return c.cfg.ConflictRecheckPeriod, nil
 	}
-	c.clearConflict(key)
+	c.conflicts.Clear(key)
 	if downObj != nil && mapping.OwnedDownstream(downObj) && mapping.CreateOnly(upObj) {
 		logger.V(logging.Skip).Info("Create-only object exists downstream; not updating it", "annotation", mapping.OverwriteAnnotation)
 		return 0, nil
@@ -197,7 +183,7 @@ func (c *Controller) namespaceMissing(namespace string) (bool, error) {
 	if !ok {
 		return true, nil
 	}
-	ns, err := getFromCache(inf, "", namespace)
+	ns, err := framework.GetFromCache(inf, "", namespace)
 	if err != nil {
 		return false, err
 	}

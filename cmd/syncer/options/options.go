@@ -28,6 +28,8 @@ type Options struct {
 	Burst          int
 
 	Workers                int
+	StatusWorkers          int
+	UpsyncWorkers          int
 	AdoptExisting          bool
 	MetricsBindAddress     string
 	DiscoveryRefreshPeriod time.Duration
@@ -42,6 +44,8 @@ func NewOptions() *Options {
 		QPS:                    50,
 		Burst:                  100,
 		Workers:                8,
+		StatusWorkers:          4,
+		UpsyncWorkers:          4,
 		MetricsBindAddress:     ":8080",
 		DiscoveryRefreshPeriod: 5 * time.Minute,
 		ConflictRecheckPeriod:  time.Minute,
@@ -59,10 +63,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.QPS, "qps", o.QPS, "Client-side limit of requests per second to each apiserver.")
 	fs.IntVar(&o.Burst, "burst", o.Burst, "Client-side burst of requests to each apiserver.")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Number of downsync workers.")
+	fs.IntVar(&o.StatusWorkers, "status-workers", o.StatusWorkers, "Number of status-return workers.")
+	fs.IntVar(&o.UpsyncWorkers, "upsync-workers", o.UpsyncWorkers, "Number of upsync workers.")
 	fs.BoolVar(&o.AdoptExisting, "adopt-existing", o.AdoptExisting, "Take over downstream objects that exist without the syncer's mark (default: leave them alone and report a conflict).")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
 	fs.DurationVar(&o.DiscoveryRefreshPeriod, "discovery-refresh-period", o.DiscoveryRefreshPeriod, "How often discovery is re-read as a safety net for APIs that appear without a CRD; 0 disables it.")
-	fs.DurationVar(&o.ConflictRecheckPeriod, "conflict-recheck-period", o.ConflictRecheckPeriod, "How often an object blocked by an unowned downstream object is looked at again.")
+	fs.DurationVar(&o.ConflictRecheckPeriod, "conflict-recheck-period", o.ConflictRecheckPeriod, "How often an object blocked by an object the syncer does not own (downstream, or upstream for upsync) is looked at again.")
 
 	o.klogFlags = flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(o.klogFlags)
@@ -71,8 +77,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 // Complete fills in what follows from other flags.
 func (o *Options) Complete() error {
-	if o.Workers <= 0 {
-		o.Workers = 1
+	for _, w := range []*int{&o.Workers, &o.StatusWorkers, &o.UpsyncWorkers} {
+		if *w <= 0 {
+			*w = 1
+		}
 	}
 	return nil
 }

@@ -45,7 +45,14 @@ type SyncerConfigSpec struct {
 	ClusterScope []ClusterScopeDownsyncResource `json:"clusterScope,omitempty"`
 	// Upsync selects objects created at the edge to be copied up.
 	Upsync []UpsyncSet `json:"upsync,omitempty"`
+	// ReturnStatus tells whether the status of the objects this config downsyncs is written back
+	// upstream (status return). Omitted means true. An object selected by several configs has its
+	// status returned when any of them wants it.
+	ReturnStatus *bool `json:"returnStatus,omitempty"`
 }
+
+// ReturnsStatus is the ReturnStatus field with its default applied.
+func (s *SyncerConfigSpec) ReturnsStatus() bool { return s.ReturnStatus == nil || *s.ReturnStatus }
 
 // NamespaceScopeDownsyncs selects whole namespaces' worth of some resources.
 type NamespaceScopeDownsyncs struct {

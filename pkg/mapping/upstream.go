@@ -1,0 +1,82 @@
+package mapping
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+const (
+	// UpsyncOwnerLabel is set on upstream copies made by upsync to the syncer's owner label value, so
+	// that a restarted syncer finds copies whose resource left the upsync selection meanwhile.
+	UpsyncOwnerLabel = "edge.kubestellar.io/upsynced-by"
+	// UpsyncHashAnnotation is the digest of an upsynced copy's content (status excluded), written
+	// with it so that an unchanged object is never written again.
+	UpsyncHashAnnotation = "edge.kubestellar.io/upsync-hash"
+)
+
+// ToUpstream maps an edge object to the upstream copy upsync writes: server-set metadata and
+// edge-allocated fields are dropped, owner references (they name edge UIDs) too, the upsync mark,
+// owner label and content digest are added. The status is kept; the caller writes it through the
+// status subresource where there is one. The input is not modified.
+func ToUpstream(down *unstructured.Unstructured, opts Options) (*unstructured.Unstructured, error) {
+	if down.GetName() == "" || down.GetKind() == "" || down.GetAPIVersion() == "" {
+		return nil, fmt.Errorf("object without apiVersion, kind or name")
+	}
+	out := down.DeepCopy()
+	meta, _ := out.Object["metadata"].(map[string]interface{})
+	for _, f := range metadataFromSource {
+		delete(meta, f)
+	}
+	status, hasStatus := out.Object["status"]
+	delete(out.Object, "status")
+	stripAllocated(out)
+
+	annotations := map[string]string{}
+	for k, v := range out.GetAnnotations() {
+		if !sourceAnnotation(k) && k != DownsyncedAnnotation && k != UpsyncHashAnnotation {
+			annotations[k] = v
+		}
+	}
+	annotations[UpsyncedAnnotation] = MarkOf(out)
+	labels := map[string]string{}
+	for k, v := range out.GetLabels() {
+		if k != OwnerLabel {
+			labels[k] = v
+		}
+	}
+	labels[UpsyncOwnerLabel] = opts.OwnerLabelValue
+	out.SetLabels(labels)
+	out.SetAnnotations(annotations)
+	digest, err := contentHash(out)
+	if err != nil {
+		return nil, err
+	}
+	annotations[UpsyncHashAnnotation] = digest
+	out.SetAnnotations(annotations)
+	if hasStatus {
+		out.Object["status"] = status
+	}
+	return out, nil
+}
+
+// UpsyncedUpToDate tells whether an upstream copy already has the content (status excluded) of the
+// desired one.
+func UpsyncedUpToDate(desired, actual *unstructured.Unstructured) bool {
+	if actual == nil || desired.GetAnnotations()[UpsyncHashAnnotation] != actual.GetAnnotations()[UpsyncHashAnnotation] {
+		return false
+	}
+	want := desired.DeepCopy()
+	delete(want.Object, "status")
+	return Subset(want.Object, actual.Object)
+}
+
+// StatusEqual tells whether two objects have the same status (both absent counts as equal).
+func StatusEqual(a, b *unstructured.Unstructured) bool {
+	sa, okA := a.Object["status"]
+	sb, okB := b.Object["status"]
+	if !okA || !okB {
+		return okA == okB || (isEmpty(sa) && isEmpty(sb))
+	}
+	return Subset(sa, sb) && Subset(sb, sa)
+}

@@ -1,0 +1,109 @@
+package selection
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
+)
+
+func TestUpsyncMatches(t *testing.T) {
+	sel, _ := Merge([]*edgev1.SyncerConfig{cfg("a", edgev1.SyncerConfigSpec{Upsync: []edgev1.UpsyncSet{
+		{APIGroup: "wgpolicyk8s.io", Resources: []string{"policyreports", "clusterpolicyreports"}, Namespaces: []string{"policy"}, Names: []string{"*"}},
+		{APIGroup: "", Resources: []string{"*"}, Namespaces: []string{"*"}, Names: []string{"edge-report"}},
+		{APIGroup: "example.com", Resources: []string{"widgets"}, Namespaces: []string{}, Names: []string{"*"}}, // no namespace: nothing namespaced
+	}})})
+	polr := schema.GroupResource{Group: "wgpolicyk8s.io", Resource: "policyreports"}
+	cpolr := schema.GroupResource{Group: "wgpolicyk8s.io", Resource: "clusterpolicyreports"}
+	widgets := schema.GroupResource{Group: "example.com", Resource: "widgets"}
+	for _, tc := range []struct {
+		gr              schema.GroupResource
+		namespace, name string
+		want            bool
+	}{
+		{polr, "policy", "any", true},
+		{polr, "kyverno", "any", false},
+		{cpolr, "", "cluster-wide", true}, // cluster-scoped: namespaces do not apply
+		{configMaps, "anywhere", "edge-report", true},
+		{configMaps, "anywhere", "other", false},
+		{deployments, "anywhere", "edge-report", false}, // other group
+		{widgets, "ns", "w", false},
+		{widgets, "", "w", true},
+	} {
+		if got := sel.UpsyncMatches(tc.gr, tc.namespace, tc.name); got != tc.want {
+			t.Errorf("UpsyncMatches(%s, %q, %q) = %v, want %v", tc.gr, tc.namespace, tc.name, got, tc.want)
+		}
+	}
+	if !sel.UpsyncMentions(polr) || sel.UpsyncMentions(deployments) {
+		t.Error("UpsyncMentions wrong")
+	}
+	var none *Selection
+	if none.UpsyncMatches(polr, "policy", "x") {
+		t.Error("nil selection matches")
+	}
+}
+
+func TestResolveUpsync(t *testing.T) {
+	sel, _ := Merge([]*edgev1.SyncerConfig{cfg("a", edgev1.SyncerConfigSpec{Upsync: []edgev1.UpsyncSet{
+		{APIGroup: "", Resources: []string{"*"}, Namespaces: []string{"*"}, Names: []string{"*"}},
+		{APIGroup: "apps", Resources: []string{"deployments"}, Namespaces: []string{"x"}, Names: []string{"*"}},
+		{APIGroup: "edge-only.example.com", Resources: []string{"gizmos"}, Namespaces: []string{"x"}, Names: []string{"*"}},
+		{APIGroup: "apiextensions.k8s.io", Resources: []string{"customresourcedefinitions"}, Names: []string{"*"}},
+		{APIGroup: "nowhere.example.com", Resources: []string{"things"}, Names: []string{"*"}},
+	}})})
+	// The edge also serves a resource the upstream does not.
+	down := index()
+	edgeOnly := APIResource{GVR: schema.GroupVersionResource{Group: "edge-only.example.com", Version: "v1", Resource: "gizmos"}, Kind: "Gizmo", Namespaced: true,
+		Verbs: index().byGR[configMaps]["v1"].Verbs}
+	down.byGR[edgeOnly.GVR.GroupResource()] = map[string]APIResource{"v1": edgeOnly}
+	down.byGroup[edgeOnly.GVR.Group] = []APIResource{edgeOnly}
+
+	got, problems := ResolveUpsync(sel, index(), down)
+	if _, ok := got[configMaps]; !ok {
+		t.Error("configmaps not resolved from the core wildcard")
+	}
+	if _, ok := got[NamespacesResource]; ok {
+		t.Error("namespaces expanded from a wildcard")
+	}
+	if _, ok := got[schema.GroupResource{Resource: "bindings"}]; ok {
+		t.Error("create-only bindings resolved")
+	}
+	if r, ok := got[deployments]; !ok || !r.Upstream.HasStatus {
+		t.Errorf("deployments: %+v (status subresource must be known)", r)
+	}
+	all := strings.Join(problems, "\n")
+	for _, want := range []string{"gizmos", "not upstream", "CustomResourceDefinitions is not supported", `"things" is not served at the edge`} {
+		if !strings.Contains(all, want) {
+			t.Errorf("problems lack %q:\n%s", want, all)
+		}
+	}
+	if _, ok := got[edgeOnly.GVR.GroupResource()]; ok {
+		t.Error("an edge-only resource resolved")
+	}
+}
+
+func TestReturnsStatus(t *testing.T) {
+	off := false
+	sel, _ := Merge([]*edgev1.SyncerConfig{
+		cfg("quiet", edgev1.SyncerConfigSpec{ReturnStatus: &off, NamespaceScope: edgev1.NamespaceScopeDownsyncs{
+			Namespaces: []string{"a", "b"}, Resources: []edgev1.NamespaceScopeDownsyncResource{{GroupResource: gr("", "configmaps"), APIVersion: "v1"}}}}),
+		cfg("loud", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{
+			Namespaces: []string{"b"}, Resources: []edgev1.NamespaceScopeDownsyncResource{{GroupResource: gr("", "configmaps"), APIVersion: "v1"}}}}),
+	})
+	if !sel.Matches(configMaps, "a", "x") || !sel.Matches(configMaps, "b", "x") {
+		t.Fatal("both namespaces must be downsynced")
+	}
+	if sel.ReturnsStatus(configMaps, "a", "x") {
+		t.Error("status returned for an object only the returnStatus=false config selects")
+	}
+	if !sel.ReturnsStatus(configMaps, "b", "x") {
+		t.Error("status not returned for an object a default config selects too")
+	}
+	on, _ := Merge([]*edgev1.SyncerConfig{cfg("quiet", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{
+		Namespaces: []string{"a", "b"}, Resources: []edgev1.NamespaceScopeDownsyncResource{{GroupResource: gr("", "configmaps"), APIVersion: "v1"}}}})})
+	if sel.Equal(on) {
+		t.Error("switching status return off must change the selection")
+	}
+}

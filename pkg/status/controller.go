@@ -1,0 +1,174 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/kubestellar/syncer/pkg/framework"
+	"github.com/kubestellar/syncer/pkg/logging"
+	"github.com/kubestellar/syncer/pkg/mapping"
+	"github.com/kubestellar/syncer/pkg/metrics"
+)
+
+// Resource is how one downsynced resource maps between the sides.
+type Resource struct {
+	Upstream   schema.GroupVersionResource
+	Downstream schema.GroupVersionResource
+	// UpstreamHasStatus tells whether the upstream resource serves a status subresource.
+	UpstreamHasStatus bool
+}
+
+// Selection is what the controller needs to know of the engine's current selection.
+type Selection interface {
+	// Resource tells how a resource maps, if it is downsynced and served on both sides.
+	Resource(gr schema.GroupResource) (Resource, bool)
+	// ReturnsStatus tells whether the object's status is to be returned upstream.
+	ReturnsStatus(gr schema.GroupResource, namespace, name string) bool
+}
+
+// Config is what NewController needs.
+type Config struct {
+	Upstream            dynamic.Interface
+	UpstreamInformers   framework.Informers
+	DownstreamInformers framework.Informers
+	Selection           Selection
+	Metrics             *metrics.Metrics
+}
+
+// notReturned are resources whose upstream status is the upstream apiserver's own.
+var notReturned = map[schema.GroupResource]bool{
+	{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}: true,
+	{Resource: "namespaces"}: true,
+}
+
+// Controller is the status-return controller.
+type Controller struct {
+	cfg   Config
+	queue *framework.Queue
+}
+
+// NewController wires the controller; it does no API I/O.
+func NewController(cfg Config) (*Controller, error) {
+	if cfg.Upstream == nil || cfg.UpstreamInformers == nil || cfg.DownstreamInformers == nil || cfg.Selection == nil || cfg.Metrics == nil {
+		return nil, errors.New("status: every Config field is required")
+	}
+	c := &Controller{cfg: cfg}
+	c.queue = framework.NewQueue(metrics.Status, cfg.Metrics.WorkqueueProvider(), c.process)
+	return c, nil
+}
+
+// Run starts the workers and blocks until ctx is done and they have exited.
+func (c *Controller) Run(ctx context.Context, workers int) { c.queue.Run(ctx, workers) }
+
+// Handler returns the event handler of an informer of one side. Downstream, it reacts to owned
+// objects appearing or changing status; upstream, to objects appearing or their status changing (so
+// a status overwritten upstream is put back). Nothing else concerns status return.
+func (c *Controller) Handler(downstream bool, gvr schema.GroupVersionResource) cache.ResourceEventHandler {
+	gr := gvr.GroupResource()
+	enqueue := func(u *unstructured.Unstructured) {
+		if u == nil || notReturned[gr] {
+			return
+		}
+		r, ok := c.cfg.Selection.Resource(gr)
+		if !ok {
+			return
+		}
+		if downstream && !mapping.OwnedDownstream(u) {
+			return
+		}
+		c.queue.Add(framework.Key{GVR: r.Upstream, Namespace: u.GetNamespace(), Name: u.GetName()})
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) { enqueue(framework.ObjectOf(obj)) },
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			o, n := framework.ObjectOf(oldObj), framework.ObjectOf(newObj)
+			if o != nil && n != nil && mapping.StatusEqual(o, n) && mapping.OwnedDownstream(o) == mapping.OwnedDownstream(n) {
+				return
+			}
+			enqueue(n)
+		},
+	}
+}
+
+// EnqueueResource enqueues every owned downstream object of a resource (after a selection change).
+func (c *Controller) EnqueueResource(gr schema.GroupResource) {
+	r, ok := c.cfg.Selection.Resource(gr)
+	if !ok || notReturned[gr] {
+		return
+	}
+	inf, ok := c.cfg.DownstreamInformers.Synced(r.Downstream)
+	if !ok {
+		return
+	}
+	for _, obj := range inf.GetStore().List() {
+		if u, ok := obj.(*unstructured.Unstructured); ok && mapping.OwnedDownstream(u) {
+			c.queue.Add(framework.Key{GVR: r.Upstream, Namespace: u.GetNamespace(), Name: u.GetName()})
+		}
+	}
+}
+
+// process writes the downstream object's status upstream when it differs.
+func (c *Controller) process(ctx context.Context, key framework.Key) (time.Duration, error) {
+	logger := klog.FromContext(ctx)
+	gr := key.GVR.GroupResource()
+	r, ok := c.cfg.Selection.Resource(gr)
+	if !ok || notReturned[gr] || !c.cfg.Selection.ReturnsStatus(gr, key.Namespace, key.Name) {
+		return 0, nil
+	}
+	downInf, ok1 := c.cfg.DownstreamInformers.Synced(r.Downstream)
+	upInf, ok2 := c.cfg.UpstreamInformers.Synced(r.Upstream)
+	if !ok1 || !ok2 {
+		return 0, nil // the informers' sync enqueues everything again
+	}
+	down, err := framework.GetFromCache(downInf, key.Namespace, key.Name)
+	if err != nil {
+		return 0, err
+	}
+	up, err := framework.GetFromCache(upInf, key.Namespace, key.Name)
+	if err != nil {
+		return 0, err
+	}
+	if down == nil || up == nil || !mapping.OwnedDownstream(down) || up.GetDeletionTimestamp() != nil || mapping.OwnedUpstream(up) {
+		return 0, nil
+	}
+	status, hasStatus := down.Object["status"]
+	if !hasStatus || mapping.StatusEqual(down, up) {
+		logger.V(logging.Skip).Info("Upstream status is up to date")
+		return 0, nil
+	}
+	updated := up.DeepCopy() // never mutate the cache's object
+	updated.Object["status"] = runtime.DeepCopyJSONValue(status)
+	client := c.cfg.Upstream.Resource(r.Upstream).Namespace(key.Namespace)
+	if r.UpstreamHasStatus {
+		_, err = client.UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	} else {
+		_, err = client.Update(ctx, updated, metav1.UpdateOptions{})
+	}
+	resource := gr.String()
+	switch {
+	case apierrors.IsNotFound(err):
+		return 0, nil // gone upstream; downsync deletes the edge copy
+	case apierrors.IsConflict(err):
+		// Our cache is behind; the upstream event that made it so enqueues the key again.
+		c.cfg.Metrics.Writes.WithLabelValues(metrics.Status, resource, metrics.Conflict).Inc()
+		logger.V(logging.Detail).Info("Upstream object changed meanwhile; will retry")
+		return time.Second, nil
+	case err != nil:
+		c.cfg.Metrics.Writes.WithLabelValues(metrics.Status, resource, metrics.Error).Inc()
+		return 0, fmt.Errorf("writing status upstream: %w", err)
+	}
+	c.cfg.Metrics.Writes.WithLabelValues(metrics.Status, resource, metrics.Updated).Inc()
+	logger.V(logging.Change).Info("Returned status upstream", "subresource", r.UpstreamHasStatus)
+	return 0, nil
+}

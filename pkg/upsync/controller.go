@@ -1,0 +1,278 @@
+package upsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/kubestellar/syncer/pkg/framework"
+	"github.com/kubestellar/syncer/pkg/logging"
+	"github.com/kubestellar/syncer/pkg/mapping"
+	"github.com/kubestellar/syncer/pkg/metrics"
+)
+
+// Resource is how one upsynced resource maps between the sides. Both sides serve the same version.
+type Resource struct {
+	Upstream   schema.GroupVersionResource
+	Downstream schema.GroupVersionResource
+	Namespaced bool
+	// UpstreamHasStatus tells whether the upstream resource serves a status subresource.
+	UpstreamHasStatus bool
+	// Selected is false for a leftover: a resource that left the upsync selection while upstream
+	// copies remain; those are deleted.
+	Selected bool
+}
+
+// Selection is what the controller needs to know of the engine's current selection.
+type Selection interface {
+	// Resource tells how a resource maps, if it is upsynced or a leftover.
+	Resource(gr schema.GroupResource) (Resource, bool)
+	// UpsyncMatches tells whether an edge object is selected for upsync.
+	UpsyncMatches(gr schema.GroupResource, namespace, name string) bool
+}
+
+// Config is what NewController needs.
+type Config struct {
+	Upstream            dynamic.Interface
+	UpstreamInformers   framework.Informers
+	DownstreamInformers framework.Informers
+	Selection           Selection
+	Metrics             *metrics.Metrics
+	// OwnerLabelValue identifies this syncer's copies (mapping.UpsyncOwnerLabel).
+	OwnerLabelValue string
+	// ConflictRecheckPeriod is how often an object blocked by an unmarked upstream object is looked
+	// at again.
+	ConflictRecheckPeriod time.Duration
+	// OnLeftoverDeleted, if set, is told when a copy of a leftover resource was deleted.
+	OnLeftoverDeleted func(schema.GroupResource)
+}
+
+// Controller is the upsync controller.
+type Controller struct {
+	cfg       Config
+	queue     *framework.Queue
+	conflicts framework.ConflictLog
+}
+
+// NewController wires the controller; it does no API I/O.
+func NewController(cfg Config) (*Controller, error) {
+	if cfg.Upstream == nil || cfg.UpstreamInformers == nil || cfg.DownstreamInformers == nil || cfg.Selection == nil || cfg.Metrics == nil {
+		return nil, errors.New("upsync: clients, informers, selection and metrics are required")
+	}
+	if cfg.ConflictRecheckPeriod <= 0 {
+		cfg.ConflictRecheckPeriod = time.Minute
+	}
+	c := &Controller{cfg: cfg, conflicts: framework.ConflictLog{Verbosity: logging.Skip}}
+	c.queue = framework.NewQueue(metrics.Upsync, cfg.Metrics.WorkqueueProvider(), c.process)
+	return c, nil
+}
+
+// Run starts the workers and blocks until ctx is done and they have exited.
+func (c *Controller) Run(ctx context.Context, workers int) { c.queue.Run(ctx, workers) }
+
+// Handler returns the event handler of an informer of one side. Downstream it reacts to every
+// object the syncer did not downsync; upstream to its own copies, and to deletions (a conflicting
+// object going away frees the name).
+func (c *Controller) Handler(downstream bool, gvr schema.GroupVersionResource) cache.ResourceEventHandler {
+	gr := gvr.GroupResource()
+	relevant := func(u *unstructured.Unstructured) bool {
+		if downstream {
+			return !mapping.OwnedDownstream(u)
+		}
+		return mapping.OwnedUpstream(u)
+	}
+	enqueue := func(u *unstructured.Unstructured) {
+		if r, ok := c.cfg.Selection.Resource(gr); ok {
+			c.queue.Add(framework.Key{GVR: r.Upstream, Namespace: u.GetNamespace(), Name: u.GetName()})
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) {
+			if u := framework.ObjectOf(obj); u != nil && relevant(u) {
+				enqueue(u)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			o, n := framework.ObjectOf(oldObj), framework.ObjectOf(newObj)
+			if o == nil || n == nil || o.GetResourceVersion() == n.GetResourceVersion() {
+				return
+			}
+			if relevant(o) || relevant(n) {
+				enqueue(n)
+			}
+		},
+		DeleteFunc: func(obj interface{}) {
+			if u := framework.ObjectOf(obj); u != nil {
+				enqueue(u)
+			}
+		},
+	}
+}
+
+// EnqueueResource enqueues every object of a resource that either side's cache holds.
+func (c *Controller) EnqueueResource(gr schema.GroupResource) {
+	r, ok := c.cfg.Selection.Resource(gr)
+	if !ok {
+		return
+	}
+	for _, pair := range []struct {
+		infs framework.Informers
+		gvr  schema.GroupVersionResource
+	}{{c.cfg.UpstreamInformers, r.Upstream}, {c.cfg.DownstreamInformers, r.Downstream}} {
+		inf, ok := pair.infs.Synced(pair.gvr)
+		if !ok {
+			continue
+		}
+		for _, k := range inf.GetStore().ListKeys() {
+			ns, name, _ := cache.SplitMetaNamespaceKey(k)
+			c.queue.Add(framework.Key{GVR: r.Upstream, Namespace: ns, Name: name})
+		}
+	}
+}
+
+// process makes the upstream copy of one edge object match it: create or update it while the edge
+// object is selected, delete it otherwise.
+func (c *Controller) process(ctx context.Context, key framework.Key) (time.Duration, error) {
+	gr := key.GVR.GroupResource()
+	r, ok := c.cfg.Selection.Resource(gr)
+	if !ok {
+		return 0, nil
+	}
+	upInf, ok := c.cfg.UpstreamInformers.Synced(r.Upstream)
+	if !ok {
+		return 0, nil // enqueued again when the upstream cache syncs
+	}
+	up, err := framework.GetFromCache(upInf, key.Namespace, key.Name)
+	if err != nil {
+		return 0, err
+	}
+	var down *unstructured.Unstructured
+	if r.Selected {
+		downInf, ok := c.cfg.DownstreamInformers.Synced(r.Downstream)
+		if !ok {
+			return 0, nil // enqueued again when the downstream cache syncs
+		}
+		if down, err = framework.GetFromCache(downInf, key.Namespace, key.Name); err != nil {
+			return 0, err
+		}
+	}
+	wanted := r.Selected && down != nil && down.GetDeletionTimestamp() == nil && !mapping.OwnedDownstream(down) &&
+		c.cfg.Selection.UpsyncMatches(gr, key.Namespace, key.Name)
+	if !wanted {
+		return 0, c.deleteUpstream(ctx, key, r, up)
+	}
+	return c.applyUpstream(ctx, key, r, down, up)
+}
+
+func (c *Controller) deleteUpstream(ctx context.Context, key framework.Key, r Resource, up *unstructured.Unstructured) error {
+	c.conflicts.Clear(key)
+	if up == nil || !mapping.OwnedUpstream(up) || up.GetDeletionTimestamp() != nil {
+		return nil
+	}
+	uid := up.GetUID()
+	err := c.cfg.Upstream.Resource(r.Upstream).Namespace(key.Namespace).Delete(ctx, key.Name,
+		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	resource := key.GVR.GroupResource().String()
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		return nil // gone, or a different object by now whose own events bring it here
+	case err != nil:
+		c.cfg.Metrics.Writes.WithLabelValues(metrics.Upsync, resource, metrics.Error).Inc()
+		return fmt.Errorf("deleting the upstream copy: %w", err)
+	}
+	c.cfg.Metrics.Writes.WithLabelValues(metrics.Upsync, resource, metrics.Deleted).Inc()
+	klog.FromContext(ctx).V(logging.Change).Info("Deleted upsynced copy upstream")
+	if !r.Selected && c.cfg.OnLeftoverDeleted != nil {
+		c.cfg.OnLeftoverDeleted(key.GVR.GroupResource())
+	}
+	return nil
+}
+
+func (c *Controller) applyUpstream(ctx context.Context, key framework.Key, r Resource, down, up *unstructured.Unstructured) (time.Duration, error) {
+	logger := klog.FromContext(ctx)
+	resource := key.GVR.GroupResource().String()
+	desired, err := mapping.ToUpstream(down, mapping.Options{OwnerLabelValue: c.cfg.OwnerLabelValue})
+	if err != nil {
+		c.cfg.Metrics.Writes.WithLabelValues(metrics.Upsync, resource, metrics.Error).Inc()
+		logger.Error(err, "Cannot map the edge object; not retrying until it changes")
+		return 0, nil
+	}
+	if up != nil && !mapping.OwnedUpstream(up) {
+		c.cfg.Metrics.Writes.WithLabelValues(metrics.Upsync, resource, metrics.Conflict).Inc()
+		c.conflicts.Report(ctx, key, fmt.Sprintf("Not upsyncing: %s exists upstream without the syncer's mark %s=%s",
+			key.String(), mapping.UpsyncedAnnotation, mapping.MarkOf(desired)))
+		return c.cfg.ConflictRecheckPeriod, nil
+	}
+	c.conflicts.Clear(key)
+	contentOK := up != nil && mapping.UpsyncedUpToDate(desired, up)
+	statusOK := up != nil && mapping.StatusEqual(desired, up)
+	if contentOK && statusOK {
+		logger.V(logging.Skip).Info("Upstream copy is up to date")
+		return 0, nil
+	}
+	client := c.cfg.Upstream.Resource(r.Upstream).Namespace(key.Namespace)
+	current, result := up, ""
+	switch {
+	case up == nil:
+		current, err = client.Create(ctx, desired, metav1.CreateOptions{})
+		if apierrors.IsNotFound(err) && r.Namespaced {
+			if err = c.ensureNamespace(ctx, key.Namespace); err == nil {
+				current, err = client.Create(ctx, desired, metav1.CreateOptions{})
+			}
+		}
+		result = metrics.Created
+	case !contentOK || (!r.UpstreamHasStatus && !statusOK):
+		body := desired.DeepCopy()
+		body.SetResourceVersion(up.GetResourceVersion())
+		current, err = client.Update(ctx, body, metav1.UpdateOptions{})
+		result = metrics.Updated
+	}
+	if err == nil && r.UpstreamHasStatus {
+		if status, ok := desired.Object["status"]; ok && !mapping.StatusEqual(desired, current) {
+			body := current.DeepCopy()
+			body.Object["status"] = runtime.DeepCopyJSONValue(status)
+			_, err = client.UpdateStatus(ctx, body, metav1.UpdateOptions{})
+			if result == "" {
+				result = metrics.Updated
+			}
+		}
+	}
+	switch {
+	case apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err):
+		// The cache is behind the upstream; the event that catches it up enqueues the key again.
+		logger.V(logging.Detail).Info("Upstream changed meanwhile; will look again", "reason", apierrors.ReasonForError(err))
+		return time.Second, nil
+	case err != nil:
+		c.cfg.Metrics.Writes.WithLabelValues(metrics.Upsync, resource, metrics.Error).Inc()
+		return 0, fmt.Errorf("writing the upstream copy: %w", err)
+	}
+	if result != "" {
+		c.cfg.Metrics.Writes.WithLabelValues(metrics.Upsync, resource, result).Inc()
+		logger.V(logging.Change).Info("Upsynced", "result", result)
+	}
+	return 0, nil
+}
+
+// ensureNamespace creates a missing namespace upstream for an upsynced object.
+func (c *Controller) ensureNamespace(ctx context.Context, name string) error {
+	ns := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace"}}
+	ns.SetName(name)
+	_, err := c.cfg.Upstream.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, ns, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %q upstream: %w", name, err)
+	}
+	if err == nil {
+		klog.FromContext(ctx).V(logging.Change).Info("Created namespace upstream for upsynced objects", "namespace", name)
+	}
+	return nil
+}

@@ -1,0 +1,143 @@
+package upsync
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/kubestellar/syncer/pkg/framework"
+	"github.com/kubestellar/syncer/pkg/framework/fakeinformers"
+	"github.com/kubestellar/syncer/pkg/mapping"
+	"github.com/kubestellar/syncer/pkg/metrics"
+)
+
+var reports = schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "policyreports"}
+
+type view struct {
+	res      Resource
+	selected bool
+}
+
+func (v view) Resource(gr schema.GroupResource) (Resource, bool) {
+	return v.res, gr == reports.GroupResource()
+}
+func (v view) UpsyncMatches(gr schema.GroupResource, namespace, name string) bool {
+	return v.selected && namespace == "policy"
+}
+
+func report(namespace, name string, fail int64) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "wgpolicyk8s.io/v1alpha2", "kind": "PolicyReport",
+		"summary": map[string]interface{}{"fail": fail}}}
+	o.SetNamespace(namespace)
+	o.SetName(name)
+	return o
+}
+
+func upCopy(t *testing.T, down *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	up, err := mapping.ToUpstream(down, mapping.Options{OwnerLabelValue: "edge1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up.SetUID("up-uid")
+	up.SetResourceVersion("5")
+	return up
+}
+
+func TestProcess(t *testing.T) {
+	edge := report("policy", "r", 1)
+	edgeChanged := report("policy", "r", 2)
+	downsynced := report("policy", "r", 1)
+	downsynced.SetAnnotations(map[string]string{mapping.DownsyncedAnnotation: "PolicyReport/policy/r"})
+	unmarked := report("policy", "r", 9)
+	unmarked.SetUID("theirs")
+	otherNS := report("kyverno", "r", 1)
+	for _, tc := range []struct {
+		name      string
+		down, up  *unstructured.Unstructured
+		selected  bool
+		leftover  bool
+		want      string // upstream write verbs, comma separated
+		wantAfter bool   // a positive requeue delay
+		metric    string
+	}{
+		{name: "new edge object is created upstream", down: edge, selected: true, want: "create", metric: metrics.Created},
+		{name: "up to date: no write", down: edge, up: upCopy(t, edge), selected: true, want: ""},
+		{name: "changed edge object is updated", down: edgeChanged, up: upCopy(t, edge), selected: true, want: "update", metric: metrics.Updated},
+		{name: "unmarked upstream object is a conflict", down: edge, up: unmarked, selected: true, want: "", wantAfter: true, metric: metrics.Conflict},
+		{name: "gone at the edge: deleted upstream", up: upCopy(t, edge), selected: true, want: "delete", metric: metrics.Deleted},
+		{name: "gone at the edge, unmarked upstream: left alone", up: unmarked, selected: true, want: ""},
+		{name: "no longer selected: deleted upstream", down: edge, up: upCopy(t, edge), selected: false, want: "delete", metric: metrics.Deleted},
+		{name: "leftover resource: deleted upstream", down: edge, up: upCopy(t, edge), selected: true, leftover: true, want: "delete", metric: metrics.Deleted},
+		{name: "downsynced objects are never upsynced", down: downsynced, selected: true, want: ""},
+		{name: "namespace not listed", down: otherNS, selected: true, want: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var upObjs []runtime.Object
+			var upStore, downStore []*unstructured.Unstructured
+			if tc.up != nil {
+				upObjs = append(upObjs, tc.up.DeepCopy())
+				upStore = append(upStore, tc.up)
+			}
+			if tc.down != nil {
+				downStore = append(downStore, tc.down)
+			}
+			client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+				map[schema.GroupVersionResource]string{reports: "PolicyReportList"}, upObjs...)
+			m := metrics.New(prometheus.NewRegistry())
+			c, err := NewController(Config{
+				Upstream: client, Metrics: m, OwnerLabelValue: "edge1",
+				UpstreamInformers:   fakeinformers.Informers{reports: fakeinformers.With(upStore...)},
+				DownstreamInformers: fakeinformers.Informers{reports: fakeinformers.With(downStore...)},
+				Selection:           view{res: Resource{Upstream: reports, Downstream: reports, Namespaced: true, Selected: !tc.leftover}, selected: tc.selected},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ns := "policy"
+			if tc.down == otherNS {
+				ns = "kyverno"
+			}
+			after, err := c.process(context.Background(), framework.Key{GVR: reports, Namespace: ns, Name: "r"})
+			if err != nil {
+				t.Fatalf("process: %v", err)
+			}
+			var verbs []string
+			for _, a := range client.Actions() {
+				verbs = append(verbs, a.GetVerb())
+			}
+			if got := strings.Join(verbs, ","); got != tc.want {
+				t.Errorf("upstream writes %q, want %q", got, tc.want)
+			}
+			if (after > 0) != tc.wantAfter {
+				t.Errorf("requeue after %v", after)
+			}
+			if tc.metric != "" {
+				if n := testutil.ToFloat64(m.Writes.WithLabelValues(metrics.Upsync, reports.GroupResource().String(), tc.metric)); n != 1 {
+					t.Errorf("writes_total{result=%s} = %v, want 1", tc.metric, n)
+				}
+			}
+			if tc.want == "create" || tc.want == "update" {
+				got, err := client.Resource(reports).Namespace("policy").Get(context.Background(), "r", metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !mapping.OwnedUpstream(got) {
+					t.Errorf("written copy lacks the mark: %v", got.GetAnnotations())
+				}
+				want, _, _ := unstructured.NestedInt64(tc.down.Object, "summary", "fail")
+				if n, _, _ := unstructured.NestedInt64(got.Object, "summary", "fail"); n != want {
+					t.Errorf("written summary.fail = %d, want %d", n, want)
+				}
+			}
+		})
+	}
+}
