@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The demo of `make demo`: on the local control plane (`make testenv`), install the SyncerConfig CRD
 # upstream, create a workload and a SyncerConfig there, run the syncer, and watch the workload arrive
-# downstream, then an update and a deletion follow it.
+# downstream, its status come back upstream, an update and a deletion follow it, and an object
+# created at the edge is upsynced.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KUBECTL=${KUBECTL:-$E2E_BIN/kubectl}
@@ -36,9 +37,12 @@ say "Downstream (edge cluster): the workload arrives"
 waitfor "the Deployment downstream" down -n demo get deployment web
 down -n demo get configmap/greeting deployment/web -L edge.kubestellar.io/downsynced-by
 down -n demo get configmap greeting -o jsonpath='{.data.message}{"  annotations: "}{.metadata.annotations}{"\n"}'
-say "Downstream: the edge's controller manager runs the Deployment (status is the edge's own)"
+say "Downstream: the edge's controller manager runs the Deployment and writes its status"
 waitfor "a ReplicaSet" bash -c "'$KUBECTL' ${D[*]} -n demo get rs -o name | grep -q ."
 down -n demo get deployment web
+say "Upstream: the status comes back (status return; no controller runs upstream)"
+waitfor "the status upstream" bash -c "[ \"\$('$KUBECTL' ${U[*]} -n demo get deployment web -o jsonpath='{.status.replicas}')\" = 2 ]"
+up -n demo get deployment web -o jsonpath='{"upstream status: replicas="}{.status.replicas}{" updatedReplicas="}{.status.updatedReplicas}{" observedGeneration="}{.status.observedGeneration}{"\n"}'
 
 say "Update upstream: message=bonjour, replicas=3"
 up -n demo patch configmap greeting -p '{"data":{"message":"bonjour"}}'
@@ -57,6 +61,17 @@ say "Delete upstream: the ConfigMap goes downstream too"
 up -n demo delete configmap greeting
 waitfor "the deletion downstream" bash -c "! '$KUBECTL' ${D[*]} -n demo get configmap greeting"
 down -n demo get configmap
+say "Upsync: an edge component writes ConfigMap edge-report at the edge; it appears upstream, marked"
+down -n demo create configmap edge-report --from-literal=result=pass
+waitfor "the upsynced copy" up -n demo get configmap edge-report
+up -n demo get configmap edge-report -o jsonpath='{"upstream: result="}{.data.result}{"  upsynced: "}{.metadata.annotations.edge\.kubestellar\.io/upsynced}{"\n"}'
+down -n demo create configmap edge-report --from-literal=result=fail --dry-run=client -o yaml | down apply -f - 2>/dev/null
+waitfor "the upsynced update" bash -c "[ \"\$('$KUBECTL' ${U[*]} -n demo get configmap edge-report -o jsonpath='{.data.result}')\" = fail ]"
+up -n demo get configmap edge-report -o jsonpath='{"upstream after the edge update: result="}{.data.result}{"\n"}'
+down -n demo delete configmap edge-report
+waitfor "the upsynced deletion" bash -c "! '$KUBECTL' ${U[*]} -n demo get configmap edge-report"
+echo "deleted at the edge: gone upstream"
+
 say "Syncer log, changes only (-v=2):"
-grep -E '"(Created|Updated|Deleted) downstream object"' .testenv/syncer.log | sed -E 's/^[^]]*\] //' | head -20
+grep -E '"(Created|Updated|Deleted) downstream object"|"Returned status upstream"|"Upsynced"|"Deleted upsynced copy upstream"' .testenv/syncer.log | sed -E 's/^[^]]*\] //' | head -30
 say "Done. The control plane keeps running: try kubectl ${U[*]} ... / ${D[*]} ...; stop it with make testenv-down"

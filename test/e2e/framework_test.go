@@ -3,7 +3,9 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -73,7 +75,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer env.Stop()
-	if err := applyFile(ctx, mustClients(env.Upstream).dyn, filepath.Join(repoRoot, "manifests", "crds", "edge.kubestellar.io_syncerconfigs.yaml")); err != nil {
+	if err := applyFile(ctx, mustClients(env.Upstream), filepath.Join(repoRoot, "manifests", "crds", "edge.kubestellar.io_syncerconfigs.yaml")); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: installing the SyncerConfig CRD:", err)
 		return 1
 	}
@@ -433,9 +435,10 @@ func configMap(namespace, name string, data map[string]interface{}) *unstructure
 	return obj("v1", "ConfigMap", namespace, name, map[string]interface{}{"data": data})
 }
 
-// applyFile creates every object of a multi-document YAML file (server-side apply), looking up each
-// resource through discovery of the CRD and core types it uses.
-func applyFile(ctx context.Context, dyn dynamic.Interface, path string) error {
+// applyFile server-side applies every object of a multi-document YAML file, mapping kinds to
+// resources through the side's discovery (read again for each object, so a CRD applied earlier in
+// the file is found once served).
+func applyFile(ctx context.Context, c clients, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -445,7 +448,7 @@ func applyFile(ctx context.Context, dyn dynamic.Interface, path string) error {
 	for {
 		u := &unstructured.Unstructured{}
 		if err := dec.Decode(&u.Object); err != nil {
-			if err.Error() == "EOF" {
+			if errors.Is(err, io.EOF) {
 				return nil
 			}
 			return err
@@ -453,13 +456,25 @@ func applyFile(ctx context.Context, dyn dynamic.Interface, path string) error {
 		if len(u.Object) == 0 {
 			continue
 		}
-		if u.GetKind() != "CustomResourceDefinition" {
-			return fmt.Errorf("applyFile handles CRDs only, got %s", u.GetKind())
+		gvk := u.GroupVersionKind()
+		resources, err := c.kube.Discovery().ServerResourcesForGroupVersion(gvk.GroupVersion().String())
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", gvk, u.GetName(), err)
+		}
+		var gvr schema.GroupVersionResource
+		for _, r := range resources.APIResources {
+			if r.Kind == gvk.Kind && !strings.Contains(r.Name, "/") {
+				gvr = gvk.GroupVersion().WithResource(r.Name)
+			}
+		}
+		if gvr.Empty() {
+			return fmt.Errorf("%s is not served", gvk)
 		}
 		data, _ := u.MarshalJSON()
 		force := true
-		if _, err := dyn.Resource(gvrCRDs).Patch(ctx, u.GetName(), "application/apply-patch+yaml", data, metav1.PatchOptions{FieldManager: "e2e", Force: &force}); err != nil {
-			return err
+		if _, err := c.dyn.Resource(gvr).Namespace(u.GetNamespace()).Patch(ctx, u.GetName(), "application/apply-patch+yaml", data,
+			metav1.PatchOptions{FieldManager: "e2e", Force: &force}); err != nil {
+			return fmt.Errorf("applying %s %s/%s: %w", gvk.Kind, u.GetNamespace(), u.GetName(), err)
 		}
 	}
 }
