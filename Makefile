@@ -7,12 +7,14 @@ CACHE_DIR   ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubestellar-syncer
 # Control-plane binaries (etcd, kube-apiserver, kube-controller-manager, kubectl), built from the Go
 # module proxy by hack/build-k8s-bins.sh into a folder keyed by version, outside the work tree.
 E2E_BIN     ?= $(CACHE_DIR)/e2e-bin/k8s-v$(K8S_VERSION)
-export E2E_BIN K8S_VERSION
+# The Prometheus server from Debian's package (hack/fetch-prometheus.sh), for the scrape e2e test.
+PROMETHEUS_BIN ?= $(CACHE_DIR)/prometheus/prometheus
+export E2E_BIN K8S_VERSION PROMETHEUS_BIN
 
 GO          ?= go
 E2E_TIMEOUT ?= 45m
 
-.PHONY: build test test-unit test-e2e e2e-bins testenv testenv-down lint demo clean
+.PHONY: build test test-unit test-e2e e2e-bins prometheus-bin testenv testenv-down lint demo clean
 
 build: ## Build the binaries into bin/.
 	$(GO) build -o bin/ ./cmd/...
@@ -22,11 +24,14 @@ test: lint test-unit test-e2e ## Everything CI runs.
 test-unit: ## Unit tests (fake clients, pure packages), with the race detector.
 	$(GO) test -race -count=1 ./pkg/... ./cmd/...
 
-test-e2e: e2e-bins ## End-to-end tests against real etcd + kube-apiservers, the syncer run as a process.
+test-e2e: e2e-bins prometheus-bin ## End-to-end tests against real etcd + kube-apiservers, the syncer run as a process.
 	E2E=1 $(GO) test -race -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/... 2>&1 | tee /tmp/kubestellar-syncer-e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+[a-z_]+_test\.go:[0-9]+:)' ; exit $${PIPESTATUS[0]}
 
 e2e-bins: ## Build the control-plane binaries once (about 4-8 minutes cold; seconds when cached).
 	@bash hack/build-k8s-bins.sh
+
+prometheus-bin: ## Fetch the Prometheus server from Debian's package (cached).
+	@bash hack/fetch-prometheus.sh
 
 testenv: e2e-bins ## Start etcd, two kube-apiservers and a kube-controller-manager; kubeconfigs in .testenv/.
 	@$(GO) run ./test/testenv/cmd -dir .testenv up

@@ -72,6 +72,10 @@ down -n demo delete configmap edge-report
 waitfor "the upsynced deletion" bash -c "! '$KUBECTL' ${U[*]} -n demo get configmap edge-report"
 echo "deleted at the edge: gone upstream"
 
+say "Upstream: the syncer's heartbeat and conditions on the SyncerConfig"
+up get escfg
+up get escfg demo -o jsonpath='{range .status.conditions[*]}{.type}={.status} ({.reason}): {.message}{"\n"}{end}'
+
 say "Syncer log, changes only (-v=2):"
 grep -E '"(Created|Updated|Deleted) downstream object"|"Returned status upstream"|"Upsynced"|"Deleted upsynced copy upstream"' .testenv/syncer.log | sed -E 's/^[^]]*\] //' | head -30
 say "Done. The control plane keeps running: try kubectl ${U[*]} ... / ${D[*]} ...; stop it with make testenv-down"

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"sort"
 	"sync"
 
 	"k8s.io/klog/v2"
@@ -16,8 +17,9 @@ type ConflictLog struct {
 	seen map[Key]string
 }
 
-// Report logs the conflict of a key; the same reason again is logged at Verbosity only.
-func (l *ConflictLog) Report(ctx context.Context, key Key, reason string) {
+// Report logs the conflict of a key; the same reason again is logged at Verbosity only. It tells
+// whether this was the first report of that reason.
+func (l *ConflictLog) Report(ctx context.Context, key Key, reason string) bool {
 	l.mu.Lock()
 	if l.seen == nil {
 		l.seen = map[Key]string{}
@@ -31,6 +33,22 @@ func (l *ConflictLog) Report(ctx context.Context, key Key, reason string) {
 	} else {
 		logger.V(int(l.Verbosity)).Info(reason)
 	}
+	return first
+}
+
+// Count returns how many keys are in conflict, and up to limit of them, sorted.
+func (l *ConflictLog) Count(limit int) (int, []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]string, 0, len(l.seen))
+	for key := range l.seen {
+		out = append(out, key.String()+": in conflict with an object the syncer does not own")
+	}
+	sort.Strings(out)
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return len(l.seen), out
 }
 
 // Clear forgets a key's conflict.

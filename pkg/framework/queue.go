@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -35,11 +36,17 @@ func (k Key) String() string {
 // looks at it again after that delay for a reason that is not an error.
 type ProcessFunc func(ctx context.Context, key Key) (requeueAfter time.Duration, err error)
 
-// Queue is a named, rate-limited work queue with its workers.
+// Queue is a named, rate-limited work queue with its workers. It remembers when each key was
+// first added since it was last processed successfully (for sync latency) and which keys are
+// failing (for conditions).
 type Queue struct {
 	name    string
 	queue   workqueue.TypedRateLimitingInterface[Key]
 	process ProcessFunc
+
+	mu       sync.Mutex
+	observed map[Key]time.Time
+	failures map[Key]string
 }
 
 // NewQueue makes a queue: per-key exponential backoff from 20ms to 5m on errors, and an overall
@@ -53,12 +60,21 @@ func NewQueue(name string, provider workqueue.MetricsProvider, process ProcessFu
 		name: name,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(rl,
 			workqueue.TypedRateLimitingQueueConfig[Key]{Name: name, MetricsProvider: provider}),
-		process: process,
+		process:  process,
+		observed: map[Key]time.Time{},
+		failures: map[Key]string{},
 	}
 }
 
-// Add enqueues a key now.
-func (q *Queue) Add(key Key) { q.queue.Add(key) }
+// Add enqueues a key now, as the result of an observed change.
+func (q *Queue) Add(key Key) {
+	q.mu.Lock()
+	if _, ok := q.observed[key]; !ok {
+		q.observed[key] = time.Now()
+	}
+	q.mu.Unlock()
+	q.queue.Add(key)
+}
 
 // AddAfter enqueues a key after a delay.
 func (q *Queue) AddAfter(key Key, d time.Duration) { q.queue.AddAfter(key, d) }
@@ -100,8 +116,30 @@ func (q *Queue) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer q.queue.Done(key)
+	q.mu.Lock()
+	observed, hasObserved := q.observed[key]
+	delete(q.observed, key) // a change arriving while this runs is observed anew
+	q.mu.Unlock()
 	logger := klog.FromContext(ctx).WithValues("key", key.String())
-	requeueAfter, err := q.process(klog.NewContext(ctx, logger), key)
+	pctx := klog.NewContext(ctx, logger)
+	if hasObserved {
+		pctx = context.WithValue(pctx, observedKey{}, observed)
+	}
+	requeueAfter, err := q.process(pctx, key)
+	q.mu.Lock()
+	if err != nil {
+		msg := err.Error()
+		if len(msg) > 300 {
+			msg = msg[:300] + "..."
+		}
+		q.failures[key] = msg
+		if _, newer := q.observed[key]; hasObserved && !newer {
+			q.observed[key] = observed // the change is still not applied
+		}
+	} else {
+		delete(q.failures, key)
+	}
+	q.mu.Unlock()
 	switch {
 	case err != nil:
 		logger.Error(err, "Sync failed; will retry", "retries", q.queue.NumRequeues(key))
@@ -113,6 +151,34 @@ func (q *Queue) processNext(ctx context.Context) bool {
 		q.queue.Forget(key)
 	}
 	return true
+}
+
+type observedKey struct{}
+
+// ObservedSince tells how long ago the change being processed was first observed (the first Add
+// since the key was last processed), if it was.
+func ObservedSince(ctx context.Context) (time.Duration, bool) {
+	t, ok := ctx.Value(observedKey{}).(time.Time)
+	if !ok {
+		return 0, false
+	}
+	return time.Since(t), true
+}
+
+// Failures returns how many keys failed on their last attempt, and up to limit of them with their
+// errors, sorted.
+func (q *Queue) Failures(limit int) (int, []string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]string, 0, len(q.failures))
+	for k, msg := range q.failures {
+		out = append(out, k.String()+": "+msg)
+	}
+	sort.Strings(out)
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return len(q.failures), out
 }
 
 // GetFromCache reads one object from an informer's store; nil when absent. It returns the cache's
@@ -145,4 +211,12 @@ func ObjectOf(obj interface{}) *unstructured.Unstructured {
 // Informers gives a side's synced informers by GVR; informermanager.Manager implements it.
 type Informers interface {
 	Synced(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, bool)
+}
+
+// ObserveLatency records on o the seconds since the change being processed was observed, if known.
+// Controllers call it after the write that applied the change.
+func ObserveLatency(ctx context.Context, o interface{ Observe(float64) }) {
+	if d, ok := ObservedSince(ctx); ok {
+		o.Observe(d.Seconds())
+	}
 }

@@ -1,11 +1,16 @@
 package metrics
 
 import (
+	"context"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	clientmetrics "k8s.io/client-go/tools/metrics"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -38,8 +43,31 @@ type Metrics struct {
 	InformersRunning *prometheus.GaugeVec
 	// InformersSynced counts synced informers per side.
 	InformersSynced *prometheus.GaugeVec
+	// SyncLatency is the time from observing a change (the first event that enqueued an object) to
+	// the write that applied it, by direction and resource.
+	SyncLatency *prometheus.HistogramVec
+	// Reachable is 1 while the last request to a side got an HTTP response, 0 after a transport error.
+	Reachable *prometheus.GaugeVec
+	// Leader is 1 while this process is the leader (or runs without leader election).
+	Leader prometheus.Gauge
+	// LastHeartbeat is the Unix time of the last heartbeat written upstream.
+	LastHeartbeat prometheus.Gauge
+	// ClientRequestLatency and ClientRateLimiterLatency come from client-go's metrics hooks, by host
+	// and verb: time spent on requests, and time requests waited for the client-side rate limiter.
+	ClientRequestLatency     *prometheus.HistogramVec
+	ClientRateLimiterLatency *prometheus.HistogramVec
 
-	queue queueMetrics
+	queue   queueMetrics
+	objects *objectsCollector
+
+	reachMu sync.Mutex
+	reach   map[string]reachability
+}
+
+type reachability struct {
+	ok      bool
+	lastErr string
+	since   time.Time
 }
 
 type queueMetrics struct {
@@ -59,6 +87,22 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "Informers running, by side."}, []string{"side"}),
 		InformersSynced: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "informers_synced",
 			Help: "Informers whose cache has synced, by side."}, []string{"side"}),
+		SyncLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "sync_latency_seconds",
+			Help:    "Time from observing a change to the write that applied it, by direction and resource.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}, []string{"direction", "resource"}),
+		Reachable: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "reachable",
+			Help: "1 while the last request to a side got an HTTP response, 0 after a transport error."}, []string{"side"}),
+		Leader: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "leader",
+			Help: "1 while this process leads (always 1 without --leader-elect)."}),
+		LastHeartbeat: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "last_heartbeat_timestamp_seconds",
+			Help: "Unix time of the last heartbeat written to the SyncerConfigs upstream."}),
+		ClientRequestLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "rest_client_request_duration_seconds",
+			Help: "Request latency seen by client-go, by host and verb.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}, []string{"host", "verb"}),
+		ClientRateLimiterLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "rest_client_rate_limiter_duration_seconds",
+			Help: "Time requests waited for client-go's client-side rate limiter (--qps, --burst), by host and verb.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}, []string{"host", "verb"}),
+		objects: &objectsCollector{desc: prometheus.NewDesc(namespace+"_objects_managed",
+			"Objects the syncer manages, by direction (downsync: owned edge objects; upsync: upstream copies) and resource.", []string{"direction", "resource"}, nil)},
+		reach: map[string]reachability{},
 	}
 	q := &m.queue
 	q.depth = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Subsystem: "workqueue", Name: "depth",
@@ -75,7 +119,8 @@ func New(reg prometheus.Registerer) *Metrics {
 		Help: "Seconds the longest running processor has been running."}, []string{"name"})
 	q.retries = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Subsystem: "workqueue", Name: "retries_total",
 		Help: "Retries handled by the workqueue."}, []string{"name"})
-	reg.MustRegister(m.APIRequests, m.Writes, m.InformersRunning, m.InformersSynced,
+	reg.MustRegister(m.APIRequests, m.Writes, m.InformersRunning, m.InformersSynced, m.SyncLatency, m.Reachable, m.Leader,
+		m.LastHeartbeat, m.ClientRequestLatency, m.ClientRateLimiterLatency, m.objects,
 		q.depth, q.adds, q.latency, q.workDuration, q.unfinished, q.longest, q.retries)
 	return m
 }
@@ -107,15 +152,47 @@ func (p provider) NewRetriesMetric(name string) workqueue.CounterMetric {
 	return p.q.retries.WithLabelValues(name)
 }
 
-// InstrumentTransport counts every request sent through rt on APIRequests with the given side.
+// ObjectCounter reports, at scrape time, how many objects the syncer manages per direction and
+// resource by calling add for each.
+type ObjectCounter func(add func(direction, resource string, n int))
+
+// SetObjectCounter sets what objects_managed reports.
+func (m *Metrics) SetObjectCounter(fn ObjectCounter) {
+	m.objects.mu.Lock()
+	m.objects.fn = fn
+	m.objects.mu.Unlock()
+}
+
+type objectsCollector struct {
+	desc *prometheus.Desc
+	mu   sync.Mutex
+	fn   ObjectCounter
+}
+
+func (c *objectsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *objectsCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	fn := c.fn
+	c.mu.Unlock()
+	if fn == nil {
+		return
+	}
+	fn(func(direction, resource string, n int) {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), direction, resource)
+	})
+}
+
+// InstrumentTransport counts every request sent through rt on APIRequests with the given side, and
+// records whether the side is reachable.
 func (m *Metrics) InstrumentTransport(side string, rt http.RoundTripper) http.RoundTripper {
-	return roundTripper{side: side, next: rt, counter: m.APIRequests}
+	return roundTripper{side: side, next: rt, m: m}
 }
 
 type roundTripper struct {
-	side    string
-	next    http.RoundTripper
-	counter *prometheus.CounterVec
+	side string
+	next http.RoundTripper
+	m    *Metrics
 }
 
 func (r roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -124,8 +201,42 @@ func (r roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err == nil {
 		code = strconv.Itoa(resp.StatusCode)
 	}
-	r.counter.WithLabelValues(r.side, Verb(req.Method, req.URL.Path, req.URL.Query().Get("watch")), code).Inc()
+	r.m.APIRequests.WithLabelValues(r.side, Verb(req.Method, req.URL.Path, req.URL.Query().Get("watch")), code).Inc()
+	if req.Context().Err() == nil { // a request we cancelled says nothing about the server
+		r.m.observeReachability(r.side, err)
+	}
 	return resp, err
+}
+
+func (m *Metrics) observeReachability(side string, err error) {
+	m.reachMu.Lock()
+	defer m.reachMu.Unlock()
+	prev, seen := m.reach[side]
+	now := reachability{ok: err == nil, since: prev.since}
+	if err != nil {
+		now.lastErr = err.Error()
+	}
+	if !seen || prev.ok != now.ok {
+		now.since = time.Now()
+		v := 0.0
+		if now.ok {
+			v = 1
+		}
+		m.Reachable.WithLabelValues(side).Set(v)
+	}
+	m.reach[side] = now
+}
+
+// Reachability tells whether the last request to a side got an HTTP response (true before any
+// request), the last transport error, and since when that holds.
+func (m *Metrics) Reachability(side string) (ok bool, lastErr string, since time.Time) {
+	m.reachMu.Lock()
+	defer m.reachMu.Unlock()
+	r, seen := m.reach[side]
+	if !seen {
+		return true, "", time.Time{}
+	}
+	return r.ok, r.lastErr, r.since
 }
 
 // Verb classifies a request the way the apiserver does: a GET of a collection is a LIST, a GET with
@@ -172,4 +283,19 @@ func Verb(method, path, watch string) string {
 		return "LIST"
 	}
 	return "GET"
+}
+
+// ClientGoHooks returns adapters for client-go's process-wide metrics hooks
+// (k8s.io/client-go/tools/metrics.Register), recording on this registry. Register them once, in main.
+func (m *Metrics) ClientGoHooks() clientmetrics.RegisterOpts {
+	return clientmetrics.RegisterOpts{
+		RequestLatency:     latencyAdapter{m.ClientRequestLatency},
+		RateLimiterLatency: latencyAdapter{m.ClientRateLimiterLatency},
+	}
+}
+
+type latencyAdapter struct{ h *prometheus.HistogramVec }
+
+func (a latencyAdapter) Observe(_ context.Context, verb string, u url.URL, latency time.Duration) {
+	a.h.WithLabelValues(u.Host, verb).Observe(latency.Seconds())
 }

@@ -1,10 +1,13 @@
 package metrics
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -83,5 +86,76 @@ func TestWorkqueueMetrics(t *testing.T) {
 	}
 	if n, err := testutil.GatherAndCount(reg); err != nil || n == 0 {
 		t.Errorf("gather: %d %v", n, err)
+	}
+}
+
+func TestReachabilityFromTransport(t *testing.T) {
+	m := New(prometheus.NewRegistry())
+	if ok, _, _ := m.Reachability("upstream"); !ok {
+		t.Error("a side is reachable until a request fails")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	url := srv.URL
+	client := &http.Client{Transport: m.InstrumentTransport("upstream", http.DefaultTransport)}
+	if resp, err := client.Get(url + "/api"); err == nil {
+		resp.Body.Close()
+	}
+	if got := testutil.ToFloat64(m.Reachable.WithLabelValues("upstream")); got != 1 {
+		t.Errorf("reachable = %v after a response", got)
+	}
+	srv.Close()
+	if _, err := client.Get(url + "/api"); err == nil {
+		t.Fatal("request to a closed server succeeded")
+	}
+	ok, lastErr, since := m.Reachability("upstream")
+	if ok || lastErr == "" || since.IsZero() {
+		t.Errorf("after a transport error: ok=%v lastErr=%q since=%v", ok, lastErr, since)
+	}
+	if got := testutil.ToFloat64(m.Reachable.WithLabelValues("upstream")); got != 0 {
+		t.Errorf("reachable = %v after a transport error", got)
+	}
+	if got := testutil.ToFloat64(m.APIRequests.WithLabelValues("upstream", "DISCOVERY", "error")); got != 1 {
+		t.Errorf("error requests counted %v", got)
+	}
+}
+
+func TestObjectsManagedCollector(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg)
+	m.SetObjectCounter(func(add func(direction, resource string, n int)) {
+		add(Downsync, "configmaps", 3)
+		add(Upsync, "policyreports.wgpolicyk8s.io", 1)
+	})
+	want := `
+# HELP kubestellar_syncer_objects_managed Objects the syncer manages, by direction (downsync: owned edge objects; upsync: upstream copies) and resource.
+# TYPE kubestellar_syncer_objects_managed gauge
+kubestellar_syncer_objects_managed{direction="downsync",resource="configmaps"} 3
+kubestellar_syncer_objects_managed{direction="upsync",resource="policyreports.wgpolicyk8s.io"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "kubestellar_syncer_objects_managed"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestClientGoHooksAndLatency(t *testing.T) {
+	m := New(prometheus.NewRegistry())
+	hooks := m.ClientGoHooks()
+	u, _ := url.Parse("https://127.0.0.1:6443/api/v1/configmaps")
+	hooks.RateLimiterLatency.Observe(context.Background(), "GET", *u, 250*time.Millisecond)
+	hooks.RequestLatency.Observe(context.Background(), "GET", *u, 10*time.Millisecond)
+	if n := testutil.CollectAndCount(m.ClientRateLimiterLatency); n != 1 {
+		t.Errorf("rate limiter latency series = %d", n)
+	}
+	if n := testutil.CollectAndCount(m.ClientRequestLatency); n != 1 {
+		t.Errorf("request latency series = %d", n)
+	}
+	m.SyncLatency.WithLabelValues(Downsync, "configmaps").Observe(0.02)
+	if n := testutil.CollectAndCount(m.SyncLatency); n != 1 {
+		t.Errorf("sync latency series = %d", n)
+	}
+	m.Leader.Set(1)
+	m.LastHeartbeat.SetToCurrentTime()
+	if testutil.ToFloat64(m.Leader) != 1 || testutil.ToFloat64(m.LastHeartbeat) < 1e9 {
+		t.Error("leader / heartbeat gauges")
 	}
 }

@@ -68,6 +68,9 @@ func NewController(cfg Config) (*Controller, error) {
 	return c, nil
 }
 
+// Queue is the controller's queue (for its failures).
+func (c *Controller) Queue() *framework.Queue { return c.queue }
+
 // Run starts the workers and blocks until ctx is done and they have exited.
 func (c *Controller) Run(ctx context.Context, workers int) { c.queue.Run(ctx, workers) }
 
@@ -169,6 +172,7 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 		return 0, fmt.Errorf("writing status upstream: %w", err)
 	}
 	c.cfg.Metrics.Writes.WithLabelValues(metrics.Status, resource, metrics.Updated).Inc()
+	framework.ObserveLatency(ctx, c.cfg.Metrics.SyncLatency.WithLabelValues(metrics.Status, resource))
 	logger.V(logging.Change).Info("Returned status upstream", "subresource", r.UpstreamHasStatus)
 	return 0, nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/kubestellar/syncer/pkg/metrics"
 )
@@ -41,4 +42,10 @@ type Config struct {
 
 	// Metrics receives the engine's metrics; required.
 	Metrics *metrics.Metrics
+	// Recorder, if set, records Events on upstream objects: conflicts with objects the syncer does
+	// not own, and writes the edge refuses for good (invalid, forbidden, ...).
+	Recorder record.EventRecorder
+	// HeartbeatPeriod is how often the syncer writes its heartbeat and conditions on every
+	// SyncerConfig's status; 0 disables it.
+	HeartbeatPeriod time.Duration
 }

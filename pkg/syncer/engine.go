@@ -25,6 +25,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
+	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/selection"
@@ -100,6 +101,10 @@ type Syncer struct {
 	downsync *Controller
 	status   *status.Controller
 	upsync   *upsync.Controller
+
+	started          atomic.Bool // the workers run
+	resolved         atomic.Bool // the selection was resolved at least once
+	heartbeatFailing bool        // heartbeat goroutine only
 }
 
 const resolveKey = "resolve"
@@ -150,7 +155,7 @@ func New(cfg Config) (*Syncer, error) {
 	if s.upsync, err = upsync.NewController(upsync.Config{
 		Upstream: cfg.UpstreamDynamic, UpstreamInformers: s.up, DownstreamInformers: s.down,
 		Selection: upsyncView{s}, Metrics: cfg.Metrics, OwnerLabelValue: s.ownerLabel,
-		ConflictRecheckPeriod: cfg.ConflictRecheckPeriod, OnLeftoverDeleted: s.upLeftoverDeleted,
+		ConflictRecheckPeriod: cfg.ConflictRecheckPeriod, OnLeftoverDeleted: s.upLeftoverDeleted, Recorder: cfg.Recorder,
 	}); err != nil {
 		return nil, err
 	}
@@ -163,11 +168,24 @@ func New(cfg Config) (*Syncer, error) {
 		UpdateFunc: func(_, _ interface{}) { s.resolveQueue.AddAfter(resolveKey, 200*time.Millisecond) },
 		DeleteFunc: func(interface{}) { s.resolveQueue.AddAfter(resolveKey, 200*time.Millisecond) },
 	}
-	for _, inf := range []cache.SharedIndexInformer{s.configInformer, s.upCRDs, s.downCRDs} {
+	// Configs: only spec changes matter (the heartbeat writes their status every period).
+	configTrigger := trigger
+	configTrigger.UpdateFunc = func(oldObj, newObj interface{}) {
+		o, n := framework.ObjectOf(oldObj), framework.ObjectOf(newObj)
+		if o != nil && n != nil && o.GetGeneration() == n.GetGeneration() && o.GetGeneration() != 0 {
+			return
+		}
+		s.resolveQueue.AddAfter(resolveKey, 200*time.Millisecond)
+	}
+	if _, err := s.configInformer.AddEventHandler(configTrigger); err != nil {
+		return nil, err
+	}
+	for _, inf := range []cache.SharedIndexInformer{s.upCRDs, s.downCRDs} {
 		if _, err := inf.AddEventHandler(trigger); err != nil {
 			return nil, err
 		}
 	}
+	cfg.Metrics.SetObjectCounter(s.countObjects)
 	return s, nil
 }
 
@@ -225,6 +243,12 @@ func (s *Syncer) Run(ctx context.Context) error {
 			wait.Until(func() { s.resolveQueue.Add(resolveKey) }, p, ctx.Done())
 		}()
 	}
+	if s.cfg.HeartbeatPeriod > 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); wait.UntilWithContext(ctx, s.heartbeat, s.cfg.HeartbeatPeriod) }()
+	}
+	s.started.Store(true)
+	defer s.started.Store(false)
 	logger.Info("Syncer started", "workers", s.cfg.Workers, "statusWorkers", s.cfg.StatusWorkers, "upsyncWorkers", s.cfg.UpsyncWorkers,
 		"ownerLabel", mapping.OwnerLabel+"="+s.ownerLabel)
 	wg.Add(2)
@@ -397,6 +421,7 @@ func (s *Syncer) resolve(ctx context.Context) error {
 
 	next := &snapshot{selection: sel, resources: resources, leftovers: leftovers, upsync: upsyncRes, upLeftovers: upLeftovers, problems: problems}
 	s.state.Store(next)
+	s.resolved.Store(true)
 
 	upSpecs := map[schema.GroupVersionResource]informermanager.Spec{}
 	downSpecs := map[schema.GroupVersionResource]informermanager.Spec{
@@ -426,8 +451,7 @@ func (s *Syncer) resolve(ctx context.Context) error {
 	}
 	s.up.Set(upSpecs)
 	s.down.Set(downSpecs)
-	s.cfg.Metrics.InformersRunning.WithLabelValues(Upstream).Set(float64(len(upSpecs)))
-	s.cfg.Metrics.InformersRunning.WithLabelValues(Downstream).Set(float64(len(downSpecs)))
+	s.updateInformerGauges()
 
 	if summary := strings.Join(problems, "\n"); summary != s.lastProblems {
 		s.lastProblems = summary
@@ -562,6 +586,7 @@ func (h sideHandlers) HandlerFor(gvr schema.GroupVersionResource) cache.Resource
 }
 
 func (h sideHandlers) Synced(gvr schema.GroupVersionResource) {
+	h.s.updateInformerGauges()
 	gr := gvr.GroupResource()
 	h.s.downsync.enqueueResource(gr)
 	h.s.status.EnqueueResource(gr)

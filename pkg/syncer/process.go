@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -73,6 +74,7 @@ func (c *Controller) process(ctx context.Context, key Key) (time.Duration, error
 // deleteDownstream deletes an owned downstream object that is no longer wanted.
 func (c *Controller) deleteDownstream(ctx context.Context, key Key, gvr schema.GroupVersionResource, downObj *unstructured.Unstructured) error {
 	logger := klog.FromContext(ctx)
+	c.conflicts.Clear(key)
 	if downObj == nil || !mapping.OwnedDownstream(downObj) {
 		return nil
 	}
@@ -97,6 +99,7 @@ func (c *Controller) deleteDownstream(ctx context.Context, key Key, gvr schema.G
 		return fmt.Errorf("deleting downstream: %w", err)
 	}
 	c.metrics.Writes.WithLabelValues(metrics.Downsync, resource, metrics.Deleted).Inc()
+	framework.ObserveLatency(ctx, c.metrics.SyncLatency.WithLabelValues(metrics.Downsync, resource))
 	logger.V(logging.Change).Info("Deleted downstream object")
 	return nil
 }
@@ -140,8 +143,11 @@ func (c *Controller) applyDownstream(ctx context.Context, key Key, res *selectio
 	}
 	if downObj != nil && !mapping.OwnedDownstream(downObj) && !c.cfg.AdoptExisting {
 		c.metrics.Writes.WithLabelValues(metrics.Downsync, resource, metrics.Conflict).Inc()
-		c.conflicts.Report(ctx, key, fmt.Sprintf("Not writing downstream: %s exists downstream without the syncer's mark %s=%s (pass --adopt-existing to take it over)",
-			key.String(), mapping.DownsyncedAnnotation, mapping.MarkOf(desired)))
+		if c.conflicts.Report(ctx, key, fmt.Sprintf("Not writing downstream: %s exists downstream without the syncer's mark %s=%s (pass --adopt-existing to take it over)",
+			key.String(), mapping.DownsyncedAnnotation, mapping.MarkOf(desired))) && c.cfg.Recorder != nil {
+			c.cfg.Recorder.Eventf(upObj, corev1.EventTypeWarning, "Conflict",
+				"Not written to sync target %s: an object of that name exists there without the syncer's mark (the syncer may take it over with --adopt-existing)", c.cfg.SyncTargetName)
+		}
 		return c.cfg.ConflictRecheckPeriod, nil
 	}
 	c.conflicts.Clear(key)
@@ -162,6 +168,9 @@ func (c *Controller) applyDownstream(ctx context.Context, key Key, res *selectio
 		metav1.PatchOptions{FieldManager: c.cfg.FieldManager, Force: &force})
 	if err != nil {
 		c.metrics.Writes.WithLabelValues(metrics.Downsync, resource, metrics.Error).Inc()
+		if framework.Permanent(err) && c.cfg.Recorder != nil {
+			c.cfg.Recorder.Eventf(upObj, corev1.EventTypeWarning, "ApplyFailed", "Sync target %s refused the object: %v", c.cfg.SyncTargetName, err)
+		}
 		if apierrors.IsNotFound(err) && res.Upstream.Namespaced {
 			return 0, fmt.Errorf("applying downstream (is the namespace there yet?): %w", err)
 		}
@@ -172,6 +181,7 @@ func (c *Controller) applyDownstream(ctx context.Context, key Key, res *selectio
 		result, verb = metrics.Created, "Created"
 	}
 	c.metrics.Writes.WithLabelValues(metrics.Downsync, resource, result).Inc()
+	framework.ObserveLatency(ctx, c.metrics.SyncLatency.WithLabelValues(metrics.Downsync, resource))
 	logger.V(logging.Change).Info(verb + " downstream object")
 	return 0, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/kubestellar/syncer/pkg/framework"
@@ -55,6 +57,8 @@ type Config struct {
 	ConflictRecheckPeriod time.Duration
 	// OnLeftoverDeleted, if set, is told when a copy of a leftover resource was deleted.
 	OnLeftoverDeleted func(schema.GroupResource)
+	// Recorder, if set, records a conflict as an Event on the upstream object in the way.
+	Recorder record.EventRecorder
 }
 
 // Controller is the upsync controller.
@@ -76,6 +80,12 @@ func NewController(cfg Config) (*Controller, error) {
 	c.queue = framework.NewQueue(metrics.Upsync, cfg.Metrics.WorkqueueProvider(), c.process)
 	return c, nil
 }
+
+// Conflicts are the current conflicts with unmarked upstream objects.
+func (c *Controller) Conflicts() *framework.ConflictLog { return &c.conflicts }
+
+// Queue is the controller's queue (for its failures).
+func (c *Controller) Queue() *framework.Queue { return c.queue }
 
 // Run starts the workers and blocks until ctx is done and they have exited.
 func (c *Controller) Run(ctx context.Context, workers int) { c.queue.Run(ctx, workers) }
@@ -191,6 +201,7 @@ func (c *Controller) deleteUpstream(ctx context.Context, key framework.Key, r Re
 		return fmt.Errorf("deleting the upstream copy: %w", err)
 	}
 	c.cfg.Metrics.Writes.WithLabelValues(metrics.Upsync, resource, metrics.Deleted).Inc()
+	framework.ObserveLatency(ctx, c.cfg.Metrics.SyncLatency.WithLabelValues(metrics.Upsync, resource))
 	klog.FromContext(ctx).V(logging.Change).Info("Deleted upsynced copy upstream")
 	if !r.Selected && c.cfg.OnLeftoverDeleted != nil {
 		c.cfg.OnLeftoverDeleted(key.GVR.GroupResource())
@@ -209,8 +220,11 @@ func (c *Controller) applyUpstream(ctx context.Context, key framework.Key, r Res
 	}
 	if up != nil && !mapping.OwnedUpstream(up) {
 		c.cfg.Metrics.Writes.WithLabelValues(metrics.Upsync, resource, metrics.Conflict).Inc()
-		c.conflicts.Report(ctx, key, fmt.Sprintf("Not upsyncing: %s exists upstream without the syncer's mark %s=%s",
-			key.String(), mapping.UpsyncedAnnotation, mapping.MarkOf(desired)))
+		if c.conflicts.Report(ctx, key, fmt.Sprintf("Not upsyncing: %s exists upstream without the syncer's mark %s=%s",
+			key.String(), mapping.UpsyncedAnnotation, mapping.MarkOf(desired))) && c.cfg.Recorder != nil {
+			c.cfg.Recorder.Eventf(up, corev1.EventTypeWarning, "UpsyncConflict",
+				"The edge object of this name is not upsynced: this object exists without the mark %s", mapping.UpsyncedAnnotation)
+		}
 		return c.cfg.ConflictRecheckPeriod, nil
 	}
 	c.conflicts.Clear(key)
@@ -258,6 +272,7 @@ func (c *Controller) applyUpstream(ctx context.Context, key framework.Key, r Res
 	}
 	if result != "" {
 		c.cfg.Metrics.Writes.WithLabelValues(metrics.Upsync, resource, result).Inc()
+		framework.ObserveLatency(ctx, c.cfg.Metrics.SyncLatency.WithLabelValues(metrics.Upsync, resource))
 		logger.V(logging.Change).Info("Upsynced", "result", result)
 	}
 	return 0, nil

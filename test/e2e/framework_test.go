@@ -145,6 +145,7 @@ type syncerProc struct {
 	cmd         *exec.Cmd
 	log         string
 	metricsAddr string
+	healthAddr  string
 	done        chan struct{}
 }
 
@@ -158,16 +159,29 @@ func withArgs(args ...string) syncerOption {
 // (SIGTERM) when the test ends, and its log is printed when the test failed.
 func (f *fixture) startSyncer(opts ...syncerOption) *syncerProc {
 	f.t.Helper()
-	addr := freeAddr(f.t)
+	addr, healthAddr := freeAddr(f.t), freeAddr(f.t)
 	args := []string{
 		"--from-kubeconfig=" + env.Upstream.Kubeconfig, "--to-kubeconfig=" + env.Downstream.Kubeconfig,
 		"--sync-target-name=" + f.name, "--sync-target-uid=uid-" + f.name,
-		"--metrics-bind-address=" + addr, "-v=4",
+		"--metrics-bind-address=" + addr, "--health-probe-bind-address=" + healthAddr, "-v=4",
 	}
 	for _, o := range opts {
 		o(&args)
 	}
-	return startProcess(f.t, syncerBin, args, addr)
+	p := startProcess(f.t, syncerBin, args, addr)
+	p.healthAddr = healthAddr
+	return p
+}
+
+// probe GETs a health endpoint of the syncer: its status code and body ("" and 0 when unreachable).
+func (p *syncerProc) probe(path string) (int, string) {
+	resp, err := http.Get("http://" + p.healthAddr + path)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }
 
 func startProcess(t *testing.T, bin string, args []string, metricsAddr string) *syncerProc {
@@ -477,4 +491,14 @@ func applyFile(ctx context.Context, c clients, path string) error {
 			return fmt.Errorf("applying %s %s/%s: %w", gvk.Kind, u.GetNamespace(), u.GetName(), err)
 		}
 	}
+}
+
+func httpGet(url string) (string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return string(body), err
 }

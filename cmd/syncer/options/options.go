@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+
+	"github.com/kubestellar/syncer/pkg/mapping"
 )
 
 // Options are the syncer's flags. The first group keeps the names of the release-0.14 syncer.
@@ -32,8 +34,17 @@ type Options struct {
 	UpsyncWorkers          int
 	AdoptExisting          bool
 	MetricsBindAddress     string
-	DiscoveryRefreshPeriod time.Duration
-	ConflictRecheckPeriod  time.Duration
+	HealthProbeBindAddress string
+	HeartbeatPeriod        time.Duration
+
+	LeaderElect              bool
+	LeaderElectNamespace     string
+	LeaderElectLeaseName     string
+	LeaderElectLeaseDuration time.Duration
+	LeaderElectRenewDeadline time.Duration
+	LeaderElectRetryPeriod   time.Duration
+	DiscoveryRefreshPeriod   time.Duration
+	ConflictRecheckPeriod    time.Duration
 
 	klogFlags *flag.FlagSet
 }
@@ -47,8 +58,14 @@ func NewOptions() *Options {
 		StatusWorkers:          4,
 		UpsyncWorkers:          4,
 		MetricsBindAddress:     ":8080",
-		DiscoveryRefreshPeriod: 5 * time.Minute,
-		ConflictRecheckPeriod:  time.Minute,
+		HealthProbeBindAddress: ":8081",
+		HeartbeatPeriod:        20 * time.Second,
+
+		LeaderElectLeaseDuration: 15 * time.Second,
+		LeaderElectRenewDeadline: 10 * time.Second,
+		LeaderElectRetryPeriod:   2 * time.Second,
+		DiscoveryRefreshPeriod:   5 * time.Minute,
+		ConflictRecheckPeriod:    time.Minute,
 	}
 }
 
@@ -67,6 +84,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.UpsyncWorkers, "upsync-workers", o.UpsyncWorkers, "Number of upsync workers.")
 	fs.BoolVar(&o.AdoptExisting, "adopt-existing", o.AdoptExisting, "Take over downstream objects that exist without the syncer's mark (default: leave them alone and report a conflict).")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz (live) and /readyz (synced and connected); \"0\" disables them.")
+	fs.DurationVar(&o.HeartbeatPeriod, "heartbeat-period", o.HeartbeatPeriod, "How often the heartbeat and conditions are written on every SyncerConfig's status; 0 disables it.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Run only while holding a Lease in the edge cluster, so that several replicas are safe; only the leader watches and writes.")
+	fs.StringVar(&o.LeaderElectNamespace, "leader-elect-namespace", o.LeaderElectNamespace, "Namespace of the Lease at the edge (default: $POD_NAMESPACE).")
+	fs.StringVar(&o.LeaderElectLeaseName, "leader-elect-lease-name", o.LeaderElectLeaseName, "Name of the Lease (default: kubestellar-syncer-<sync target name>).")
+	fs.DurationVar(&o.LeaderElectLeaseDuration, "leader-elect-lease-duration", o.LeaderElectLeaseDuration, "How long a standby waits after the last renewal before taking over.")
+	fs.DurationVar(&o.LeaderElectRenewDeadline, "leader-elect-renew-deadline", o.LeaderElectRenewDeadline, "How long the leader keeps trying to renew before it gives up (and exits).")
+	fs.DurationVar(&o.LeaderElectRetryPeriod, "leader-elect-retry-period", o.LeaderElectRetryPeriod, "How often candidates try to acquire or renew the Lease.")
 	fs.DurationVar(&o.DiscoveryRefreshPeriod, "discovery-refresh-period", o.DiscoveryRefreshPeriod, "How often discovery is re-read as a safety net for APIs that appear without a CRD; 0 disables it.")
 	fs.DurationVar(&o.ConflictRecheckPeriod, "conflict-recheck-period", o.ConflictRecheckPeriod, "How often an object blocked by an object the syncer does not own (downstream, or upstream for upsync) is looked at again.")
 
@@ -82,6 +107,12 @@ func (o *Options) Complete() error {
 			*w = 1
 		}
 	}
+	if o.LeaderElectNamespace == "" {
+		o.LeaderElectNamespace = os.Getenv("POD_NAMESPACE")
+	}
+	if o.LeaderElectLeaseName == "" {
+		o.LeaderElectLeaseName = "kubestellar-syncer-" + mapping.OwnerLabelValue(o.SyncTargetName)
+	}
 	return nil
 }
 
@@ -96,6 +127,17 @@ func (o *Options) Validate() error {
 	}
 	if o.QPS <= 0 || o.Burst <= 0 {
 		errs = append(errs, "--qps and --burst must be positive")
+	}
+	if o.LeaderElect {
+		if o.LeaderElectNamespace == "" {
+			errs = append(errs, "--leader-elect needs --leader-elect-namespace (or $POD_NAMESPACE)")
+		}
+		if !(o.LeaderElectRetryPeriod > 0 && o.LeaderElectRetryPeriod < o.LeaderElectRenewDeadline && o.LeaderElectRenewDeadline < o.LeaderElectLeaseDuration) {
+			errs = append(errs, "leader election timings must satisfy 0 < --leader-elect-retry-period < --leader-elect-renew-deadline < --leader-elect-lease-duration")
+		}
+	}
+	if o.HeartbeatPeriod < 0 {
+		errs = append(errs, "--heartbeat-period must not be negative")
 	}
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))

@@ -101,7 +101,10 @@ type UpsyncSet struct {
 
 // SyncerConfigStatus is written by the syncer.
 type SyncerConfigStatus struct {
+	// LastSyncerHeartbeatTime is when the syncer last wrote this status.
 	LastSyncerHeartbeatTime *metav1.Time `json:"lastSyncerHeartbeatTime,omitempty"`
+	// Conditions: Ready, SelectionValid, ObjectsSynced, UpstreamReachable, DownstreamReachable.
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // FromUnstructured converts an object read by a dynamic client. It reports the object's name in its
