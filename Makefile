@@ -14,12 +14,14 @@ export E2E_BIN K8S_VERSION PROMETHEUS_BIN
 GO          ?= go
 E2E_TIMEOUT ?= 45m
 
-.PHONY: build test test-unit test-e2e e2e-bins prometheus-bin testenv testenv-down lint demo clean
+IMAGE       ?= kubestellar-syncer:dev
+
+.PHONY: build test test-unit test-e2e e2e-bins prometheus-bin image image-check testenv testenv-down lint demo clean
 
 build: ## Build the binaries into bin/.
 	$(GO) build -o bin/ ./cmd/...
 
-test: lint test-unit test-e2e ## Everything CI runs.
+test: lint test-unit image-check test-e2e ## Everything CI runs.
 
 test-unit: ## Unit tests (fake clients, pure packages), with the race detector.
 	$(GO) test -race -count=1 ./pkg/... ./cmd/...
@@ -29,6 +31,12 @@ test-e2e: e2e-bins prometheus-bin ## End-to-end tests against real etcd + kube-a
 
 e2e-bins: ## Build the control-plane binaries once (about 4-8 minutes cold; seconds when cached).
 	@bash hack/build-k8s-bins.sh
+
+image: ## Build the container image (needs a Docker engine): make image IMAGE=<registry>/kubestellar-syncer:<tag>
+	docker build -t $(IMAGE) .
+
+image-check: ## Check the image definition without a container engine: the exact static build, entrypoint, user.
+	@bash hack/image-check.sh
 
 prometheus-bin: ## Fetch the Prometheus server from Debian's package (cached).
 	@bash hack/fetch-prometheus.sh

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The demo of `make demo`: on the local control plane (`make testenv`), install the SyncerConfig CRD
-# upstream, create a workload and a SyncerConfig there, run the syncer, and watch the workload arrive
+# The demo of `make demo`: on the local control plane (`make testenv`), create a workload upstream,
+# bootstrap the syncer with `kubectl kubestellar syncer-gen` and its manifest, add a SyncerConfig,
+# run the syncer with the generated identities, and watch the workload arrive
 # downstream, its status come back upstream, an update and a deletion follow it, and an object
 # created at the edge is upsynced.
 set -euo pipefail
@@ -13,23 +14,44 @@ down() { "$KUBECTL" "${D[@]}" "$@"; }
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 waitfor() { # description, command...
   local what=$1; shift
-  for _ in $(seq 1 100); do if "$@" >/dev/null 2>&1; then return 0; fi; sleep 0.1; done
+  for _ in $(seq 1 300); do if "$@" >/dev/null 2>&1; then return 0; fi; sleep 0.1; done
   echo "demo: timed out waiting for $what" >&2; return 1
 }
 
-say "Upstream (mailbox workspace): install the SyncerConfig CRD, a namespace with a ConfigMap and a Deployment"
-up apply -f manifests/crds/edge.kubestellar.io_syncerconfigs.yaml
-up wait --for condition=Established crd/syncerconfigs.edge.kubestellar.io
+say "Upstream (mailbox workspace): a namespace with a ConfigMap and a Deployment"
 up create namespace demo --dry-run=client -o yaml | up apply -f -
 up -n demo create configmap greeting --from-literal=message=hello --dry-run=client -o yaml | up apply -f -
 up -n demo create deployment web --image=registry.invalid/web:1 --replicas=2 --dry-run=client -o yaml | up apply -f -
+
+say "Bootstrap: kubectl kubestellar syncer-gen against the mailbox (creates the syncer's identity, installs the SyncerConfig CRD)"
+PATH="$PWD/bin:$PATH" "$KUBECTL" kubestellar syncer-gen demo --syncer-image registry.invalid/kubestellar-syncer:demo \
+  -o .testenv/demo-syncer.yaml "${U[@]}"
+id=$(sed -n 's/^# KubeStellar syncer "\(.*\)" for sync target.*/\1/p' .testenv/demo-syncer.yaml)
+
 say "Upstream: the SyncerConfig (manifests/examples/syncerconfig-demo.yaml)"
 cat manifests/examples/syncerconfig-demo.yaml
 up apply -f manifests/examples/syncerconfig-demo.yaml
 
-say "Run the syncer (log in .testenv/syncer.log)"
-bin/syncer --from-kubeconfig .testenv/upstream.kubeconfig --to-kubeconfig .testenv/downstream.kubeconfig \
-  --sync-target-name demo --sync-target-uid demo-uid --metrics-bind-address 127.0.0.1:0 -v=2 > .testenv/syncer.log 2>&1 &
+say "Edge: apply the generated manifest (server-side: every object validated by the edge apiserver)"
+down apply --server-side -f .testenv/demo-syncer.yaml
+down -n "$id" get deployment,serviceaccount,secret,role -o name
+
+say "Run the syncer with the Deployment's arguments and the generated identities (log in .testenv/syncer.log)"
+echo "(No container runtime runs here, so the pod stays Pending; the same binary runs locally instead,"
+echo " with the kubeconfig from the generated Secret upstream and a token of the generated ServiceAccount at the edge.)"
+down -n "$id" get secret "$id-kubeconfig" -o jsonpath='{.data.kubeconfig}' | base64 -d > .testenv/demo-upstream.kubeconfig
+EK=.testenv/demo-edge.kubeconfig
+rm -f "$EK"
+"$KUBECTL" --kubeconfig "$EK" config set-cluster edge --server="$(down config view --minify -o jsonpath='{.clusters[0].cluster.server}')" \
+  --certificate-authority="$(down config view --minify -o jsonpath='{.clusters[0].cluster.certificate-authority}')" >/dev/null
+"$KUBECTL" --kubeconfig "$EK" config set-credentials syncer --token="$(down -n "$id" create token "$id")" >/dev/null
+"$KUBECTL" --kubeconfig "$EK" config set-context edge --cluster=edge --user=syncer >/dev/null
+"$KUBECTL" --kubeconfig "$EK" config use-context edge >/dev/null
+mapfile -t args < <(down -n "$id" get deployment "$id" -o go-template='{{range (index .spec.template.spec.containers 0).args}}{{.}}{{"\n"}}{{end}}' |
+  sed -e 's#^--from-kubeconfig=.*#--from-kubeconfig=.testenv/demo-upstream.kubeconfig#' \
+      -e 's#^--metrics-bind-address=.*#--metrics-bind-address=127.0.0.1:0#' -e 's#^--health-probe-bind-address=.*#--health-probe-bind-address=127.0.0.1:0#')
+printf '  %s\n' "${args[@]}"
+bin/syncer "${args[@]}" --to-kubeconfig "$EK" --leader-elect-namespace "$id" > .testenv/syncer.log 2>&1 &
 syncer=$!
 trap 'kill $syncer 2>/dev/null; wait $syncer 2>/dev/null || true' EXIT
 

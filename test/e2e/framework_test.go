@@ -34,6 +34,7 @@ import (
 var (
 	env       *testenv.Env
 	syncerBin string
+	pluginBin string // kubectl-kubestellar-syncer_gen
 	repoRoot  string
 )
 
@@ -61,10 +62,11 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	syncerBin = filepath.Join(dir, "syncer")
-	build := exec.Command("go", "build", "-race", "-o", syncerBin, "./cmd/syncer")
+	pluginBin = filepath.Join(dir, "kubectl-kubestellar-syncer_gen")
+	build := exec.Command("go", "build", "-race", "-o", dir+"/", "./cmd/syncer", "./cmd/kubectl-kubestellar-syncer_gen")
 	build.Dir, build.Stdout, build.Stderr = repoRoot, os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: building the syncer:", err)
+		fmt.Fprintln(os.Stderr, "e2e: building the syncer and the plugin:", err)
 		return 1
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

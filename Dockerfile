@@ -1,0 +1,15 @@
+# The syncer image: a static binary on distroless, non-root. The binary is built by
+# hack/build-static.sh, the same script `make image-check` runs without a container engine.
+# Build: docker build -t <registry>/kubestellar-syncer:<tag> .   (or: make image IMAGE=...)
+FROM golang:1.25 AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN hack/build-static.sh /out/syncer
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/syncer /syncer
+USER 65532:65532
+EXPOSE 8080 8081
+ENTRYPOINT ["/syncer"]

@@ -1,0 +1,187 @@
+package bootstrap
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	clientcmdlatest "k8s.io/client-go/tools/clientcmd/api/latest"
+	"sigs.k8s.io/yaml"
+)
+
+// Ports and paths of the syncer container; the Deployment and the image agree on them.
+const (
+	MetricsPort     = 8080
+	HealthPort      = 8081
+	KubeconfigMount = "/kubestellar/"
+	KubeconfigKey   = "kubeconfig"
+	ContainerName   = "kubestellar-syncer"
+	nonRootUID      = 65532
+	managedByLabel  = "app.kubernetes.io/managed-by"
+	managedByValue  = "kubestellar-syncer-gen"
+	syncerNameLabel = "edge.kubestellar.io/syncer"
+)
+
+// Edge is what the edge manifest is made of.
+type Edge struct {
+	ID, Namespace   string
+	SyncTargetName  string
+	SyncTargetUID   string
+	Image           string
+	Replicas        int32
+	QPS             float32
+	Burst           int
+	Verbosity       int
+	Rules           []rbacv1.PolicyRule
+	UpstreamServer  string
+	UpstreamCA      []byte
+	UpstreamToken   string
+	UpstreamContext string // namespace of the kubeconfig context
+}
+
+// SyncerArgs are the syncer's arguments in the Deployment; the image's ENTRYPOINT is the syncer.
+func (e Edge) SyncerArgs() []string {
+	return []string{
+		"--from-kubeconfig=" + KubeconfigMount + KubeconfigKey,
+		"--sync-target-name=" + e.SyncTargetName,
+		"--sync-target-uid=" + e.SyncTargetUID,
+		"--qps=" + strconv.FormatFloat(float64(e.QPS), 'f', -1, 32),
+		"--burst=" + strconv.Itoa(e.Burst),
+		"--metrics-bind-address=:" + strconv.Itoa(MetricsPort),
+		"--health-probe-bind-address=:" + strconv.Itoa(HealthPort),
+		"--leader-elect",
+		"-v=" + strconv.Itoa(e.Verbosity),
+	}
+}
+
+// Kubeconfig is the upstream kubeconfig the syncer mounts.
+func (e Edge) Kubeconfig() ([]byte, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["upstream"] = &clientcmdapi.Cluster{Server: e.UpstreamServer, CertificateAuthorityData: e.UpstreamCA}
+	cfg.AuthInfos["syncer"] = &clientcmdapi.AuthInfo{Token: e.UpstreamToken}
+	cfg.Contexts["upstream"] = &clientcmdapi.Context{Cluster: "upstream", AuthInfo: "syncer", Namespace: e.UpstreamContext}
+	cfg.CurrentContext = "upstream"
+	return runtime.Encode(clientcmdlatest.Codec, cfg)
+}
+
+func (e Edge) labels() map[string]string {
+	return map[string]string{managedByLabel: managedByValue, syncerNameLabel: e.ID}
+}
+
+func (e Edge) meta(name, namespace string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: e.labels()}
+}
+
+// Objects are the edge manifest's objects, in apply order.
+func (e Edge) Objects() ([]runtime.Object, error) {
+	kubeconfig, err := e.Kubeconfig()
+	if err != nil {
+		return nil, err
+	}
+	podLabels := map[string]string{"app": e.ID}
+	replicas := e.Replicas
+	f, t := false, true
+	uid := int64(nonRootUID)
+	probe := func(path string, initial int32) *corev1.Probe {
+		return &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("health")}},
+			InitialDelaySeconds: initial, PeriodSeconds: 10, TimeoutSeconds: 2, FailureThreshold: 3,
+		}
+	}
+	return []runtime.Object{
+		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: e.meta(e.Namespace, "")},
+		&corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: e.meta(e.ID, e.Namespace)},
+		&corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: func() metav1.ObjectMeta {
+				m := e.meta(e.ID+"-token", e.Namespace)
+				m.Annotations = map[string]string{corev1.ServiceAccountNameKey: e.ID}
+				return m
+			}(),
+			Type: corev1.SecretTypeServiceAccountToken},
+		&rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"}, ObjectMeta: e.meta(e.ID, ""), Rules: e.Rules},
+		&rbacv1.ClusterRoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"}, ObjectMeta: e.meta(e.ID, ""),
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: e.ID},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: e.ID, Namespace: e.Namespace}}},
+		&rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"}, ObjectMeta: e.meta(e.ID+"-leader-election", e.Namespace),
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}}}},
+		&rbacv1.RoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"}, ObjectMeta: e.meta(e.ID+"-leader-election", e.Namespace),
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: e.ID + "-leader-election"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: e.ID, Namespace: e.Namespace}}},
+		&corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: e.meta(e.ID+"-kubeconfig", e.Namespace),
+			Type: corev1.SecretTypeOpaque, Data: map[string][]byte{KubeconfigKey: kubeconfig}},
+		&appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: e.meta(e.ID, e.Namespace),
+			Spec: appsv1.DeploymentSpec{
+				Replicas: &replicas,
+				Selector: &metav1.LabelSelector{MatchLabels: podLabels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: map[string]string{
+						"prometheus.io/scrape": "true", "prometheus.io/port": strconv.Itoa(MetricsPort), "prometheus.io/path": "/metrics"}},
+					Spec: corev1.PodSpec{
+						ServiceAccountName: e.ID,
+						SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: &t, RunAsUser: &uid, RunAsGroup: &uid,
+							SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+						Containers: []corev1.Container{{
+							Name:                     ContainerName,
+							Image:                    e.Image,
+							ImagePullPolicy:          corev1.PullIfNotPresent,
+							Args:                     e.SyncerArgs(),
+							Env:                      []corev1.EnvVar{{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}},
+							Ports:                    []corev1.ContainerPort{{Name: "metrics", ContainerPort: MetricsPort}, {Name: "health", ContainerPort: HealthPort}},
+							LivenessProbe:            probe("/healthz", 10),
+							ReadinessProbe:           probe("/readyz", 5),
+							TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+							Resources: corev1.ResourceRequirements{
+								Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+								Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
+							},
+							SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: &f, ReadOnlyRootFilesystem: &t, Privileged: &f,
+								Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+							VolumeMounts: []corev1.VolumeMount{{Name: "kubestellar-config", MountPath: KubeconfigMount, ReadOnly: true}},
+						}},
+						Volumes: []corev1.Volume{{Name: "kubestellar-config", VolumeSource: corev1.VolumeSource{
+							Secret: &corev1.SecretVolumeSource{SecretName: e.ID + "-kubeconfig", Items: []corev1.KeyToPath{{Key: KubeconfigKey, Path: KubeconfigKey}}}}}},
+					},
+				},
+				Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType},
+			}},
+	}, nil
+}
+
+// Manifest renders the objects as one multi-document YAML.
+func (e Edge) Manifest() ([]byte, error) {
+	objs, err := e.Objects()
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "# KubeStellar syncer %q for sync target %q, generated by kubectl kubestellar syncer-gen.\n# Apply to the edge cluster: kubectl apply -f <this file>\n", e.ID, e.SyncTargetName)
+	for _, o := range objs {
+		data, err := yaml.Marshal(o)
+		if err != nil {
+			return nil, err
+		}
+		buf.WriteString("---\n")
+		buf.Write(removeCreationTimestamp(data))
+	}
+	return buf.Bytes(), nil
+}
+
+// removeCreationTimestamp drops the "creationTimestamp: null" lines typed objects marshal to.
+func removeCreationTimestamp(data []byte) []byte {
+	var out [][]byte
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		if bytes.Equal(bytes.TrimSpace(line), []byte("creationTimestamp: null")) {
+			continue
+		}
+		out = append(out, line)
+	}
+	return bytes.Join(out, []byte("\n"))
+}

@@ -1,0 +1,152 @@
+package bootstrap
+
+import (
+	"sort"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
+)
+
+// RBAC modes.
+const (
+	// RBACBroad grants the syncer everything on both sides: any SyncerConfig works without running
+	// syncer-gen again, at the price of a syncer that could change anything.
+	RBACBroad = "broad"
+	// RBACLeast grants what the current SyncerConfigs need: a resource added to them later is refused
+	// until syncer-gen runs again (re-running updates the roles in place).
+	RBACLeast = "least"
+)
+
+var (
+	readVerbs  = []string{"get", "list", "watch"}
+	writeVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+)
+
+// resourceSet collects group → resources → verbs, to render compact rules.
+type resourceSet map[string]map[string]map[string]bool
+
+func (s resourceSet) add(group, resource string, verbs ...string) {
+	if s[group] == nil {
+		s[group] = map[string]map[string]bool{}
+	}
+	if s[group][resource] == nil {
+		s[group][resource] = map[string]bool{}
+	}
+	for _, v := range verbs {
+		s[group][resource][v] = true
+	}
+}
+
+// rules renders one rule per (group, verb set), resources sorted: stable output for stable diffs.
+func (s resourceSet) rules() []rbacv1.PolicyRule {
+	type k struct{ group, verbs string }
+	byKey := map[k]*rbacv1.PolicyRule{}
+	var keys []k
+	for group, resources := range s {
+		for resource, verbs := range resources {
+			vs := make([]string, 0, len(verbs))
+			for v := range verbs {
+				vs = append(vs, v)
+			}
+			sort.Strings(vs)
+			key := k{group, strings.Join(vs, ",")}
+			r, ok := byKey[key]
+			if !ok {
+				r = &rbacv1.PolicyRule{APIGroups: []string{group}, Verbs: vs}
+				byKey[key] = r
+				keys = append(keys, key)
+			}
+			r.Resources = append(r.Resources, resource)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].group != keys[j].group {
+			return keys[i].group < keys[j].group
+		}
+		return keys[i].verbs < keys[j].verbs
+	})
+	out := make([]rbacv1.PolicyRule, 0, len(keys))
+	for _, key := range keys {
+		r := byKey[key]
+		sort.Strings(r.Resources)
+		out = append(out, *r)
+	}
+	return out
+}
+
+// selected lists the downsync and upsync resources the configs name ("*" kept as a wildcard).
+func selected(configs []*edgev1.SyncerConfig) (down, up [][2]string, anyDownsync bool) {
+	for _, c := range configs {
+		for _, r := range c.Spec.NamespaceScope.Resources {
+			down = append(down, [2]string{r.Group, r.Resource})
+		}
+		for _, r := range c.Spec.NamespacedObjects {
+			down = append(down, [2]string{r.Group, r.Resource})
+		}
+		for _, r := range c.Spec.ClusterScope {
+			down = append(down, [2]string{r.Group, r.Resource})
+		}
+		for _, u := range c.Spec.Upsync {
+			for _, res := range u.Resources {
+				up = append(up, [2]string{u.APIGroup, res})
+			}
+		}
+	}
+	return down, up, len(down) > 0
+}
+
+// UpstreamRules are the syncer's permissions in the mailbox workspace.
+func UpstreamRules(mode string, configs []*edgev1.SyncerConfig) []rbacv1.PolicyRule {
+	s := resourceSet{}
+	s.add(edgev1.GroupName, "syncerconfigs", readVerbs...)
+	s.add(edgev1.GroupName, "syncerconfigs/status", "get", "update", "patch")
+	s.add("apiextensions.k8s.io", "customresourcedefinitions", readVerbs...)
+	s.add("", "events", "create", "update", "patch")
+	if mode == RBACBroad {
+		s.add("*", "*", writeVerbs...)
+		return s.rules()
+	}
+	down, up, _ := selected(configs)
+	for _, r := range down {
+		// read; status return writes status (or the object, when there is no status subresource)
+		s.add(r[0], r[1], "get", "list", "watch", "update")
+		s.add(r[0], r[1]+"/status", "get", "update", "patch")
+	}
+	if len(down) > 0 {
+		s.add("", "namespaces", readVerbs...)
+	}
+	for _, r := range up {
+		s.add(r[0], r[1], writeVerbs...)
+		s.add(r[0], r[1]+"/status", "get", "update", "patch")
+	}
+	if len(up) > 0 {
+		s.add("", "namespaces", "get", "list", "watch", "create")
+	}
+	return s.rules()
+}
+
+// DownstreamRules are the syncer's cluster-wide permissions in the edge cluster (the Lease in its
+// namespace is a separate Role).
+func DownstreamRules(mode string, configs []*edgev1.SyncerConfig) []rbacv1.PolicyRule {
+	s := resourceSet{}
+	if mode == RBACBroad {
+		s.add("*", "*", "*")
+		return s.rules()
+	}
+	// Always watched: CRDs (to notice APIs) and namespaces (objects wait for theirs).
+	s.add("apiextensions.k8s.io", "customresourcedefinitions", readVerbs...)
+	s.add("", "namespaces", readVerbs...)
+	down, up, anyDownsync := selected(configs)
+	for _, r := range down {
+		s.add(r[0], r[1], writeVerbs...)
+	}
+	if anyDownsync {
+		s.add("", "namespaces", writeVerbs...) // the namespaces of namespaced objects
+	}
+	for _, r := range up {
+		s.add(r[0], r[1], readVerbs...)
+	}
+	return s.rules()
+}

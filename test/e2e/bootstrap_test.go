@@ -1,0 +1,218 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubestellar/syncer/pkg/bootstrap"
+)
+
+// syncerGen runs the plugin as kubectl would; it returns its stderr, and fails the test on an error
+// unless wantErr.
+func syncerGen(t *testing.T, wantErr bool, args ...string) string {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd := exec.Command(pluginBin, args...)
+	cmd.Stderr = &stderr
+	done := make(chan error, 1)
+	go func() { done <- cmd.Run() }()
+	select {
+	case err := <-done:
+		if (err != nil) != wantErr {
+			t.Fatalf("syncer-gen %v: err=%v, want error %v; stderr:\n%s", args, err, wantErr, stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("syncer-gen %v did not return within 60s (it must fail fast); stderr:\n%s", args, stderr.String())
+	}
+	return stderr.String()
+}
+
+func kubectl(t *testing.T, kubeconfig string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(os.Getenv("E2E_BIN"), "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// bootstrapAndRun runs syncer-gen against the upstream, applies its manifest at the edge with
+// kubectl (server-side apply: every object validated by the apiserver), and runs the syncer with
+// the Deployment's arguments, the generated kubeconfig Secret for upstream and a token of the
+// generated edge ServiceAccount for downstream: both sides' generated RBAC is what it runs with.
+func bootstrapAndRun(t *testing.T, f *fixture, name, rbac string) (id string, edgeKube kubernetes.Interface, p *syncerProc) {
+	t.Helper()
+	manifest := filepath.Join(t.TempDir(), "syncer.yaml")
+	args := []string{name, "--syncer-image=registry.invalid/kubestellar-syncer:e2e", "-o", manifest,
+		"--kubeconfig", env.Upstream.Kubeconfig, "--rbac=" + rbac, "--lifetime=2h"}
+	stderr := syncerGen(t, false, args...)
+	for _, want := range []string{"kubectl apply -f", "kubectl get deployment -n"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("the plugin's output does not tell the next step %q:\n%s", want, stderr)
+		}
+	}
+	id = bootstrap.SyncerID(env.Upstream.URL, name)
+	t.Cleanup(func() {
+		ctx := f.ctx
+		_ = f.up.kube.RbacV1().ClusterRoles().Delete(ctx, id, metav1.DeleteOptions{})
+		_ = f.up.kube.RbacV1().ClusterRoleBindings().Delete(ctx, id, metav1.DeleteOptions{})
+		_ = f.up.kube.CoreV1().ServiceAccounts("default").Delete(ctx, id, metav1.DeleteOptions{})
+		_ = f.down.kube.RbacV1().ClusterRoles().Delete(ctx, id, metav1.DeleteOptions{})
+		_ = f.down.kube.RbacV1().ClusterRoleBindings().Delete(ctx, id, metav1.DeleteOptions{})
+		_ = f.down.kube.CoreV1().Namespaces().Delete(ctx, id, metav1.DeleteOptions{})
+	})
+	kubectl(t, env.Downstream.Kubeconfig, "apply", "--server-side", "-f", manifest)
+
+	dep, err := f.down.kube.AppsV1().Deployments(id).Get(f.ctx, id, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, err := f.down.kube.CoreV1().Secrets(id).Get(f.ctx, id+"-kubeconfig", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upKubeconfig := filepath.Join(t.TempDir(), "upstream.kubeconfig")
+	if err := os.WriteFile(upKubeconfig, secret.Data["kubeconfig"], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	seconds := int64(3600)
+	tr, err := f.down.kube.CoreV1().ServiceAccounts(id).CreateToken(f.ctx, id, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	edgeKube = kubernetes.NewForConfigOrDie(env.Downstream.TokenConfig(tr.Status.Token))
+	downKubeconfig := kubeconfigVia(t, env.Downstream, env.Downstream.URL, tr.Status.Token)
+
+	metricsAddr, healthAddr := freeAddr(t), freeAddr(t)
+	var syncerArgs []string
+	for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
+		switch {
+		case strings.HasPrefix(a, "--from-kubeconfig="):
+			a = "--from-kubeconfig=" + upKubeconfig // the Secret's content, mounted here instead of /kubestellar/
+		case strings.HasPrefix(a, "--metrics-bind-address="):
+			a = "--metrics-bind-address=" + metricsAddr
+		case strings.HasPrefix(a, "--health-probe-bind-address="):
+			a = "--health-probe-bind-address=" + healthAddr
+		}
+		syncerArgs = append(syncerArgs, a)
+	}
+	// In the pod, POD_NAMESPACE comes from the downward API and the edge config from the in-cluster
+	// service account; here they are given explicitly.
+	syncerArgs = append(syncerArgs, "--to-kubeconfig="+downKubeconfig, "--leader-elect-namespace="+id)
+	p = startProcess(t, syncerBin, syncerArgs, metricsAddr)
+	p.healthAddr = healthAddr
+	return id, edgeKube, p
+}
+
+// TestBootstrapSyncerGen: the plugin's identity and manifest run a syncer that syncs both ways with
+// only the generated permissions; running the plugin again updates the same objects.
+func TestBootstrapSyncerGen(t *testing.T) {
+	f := newFixture(t)
+	ns := f.namespace("app")
+	f.create(f.up, gvrConfigMaps, configMap(ns, "settings", map[string]interface{}{"k": "v"}))
+	spec := nsScope([]string{ns}, resource("", "v1", "configmaps"))
+	spec["upsync"] = []interface{}{map[string]interface{}{"apiGroup": "", "resources": []interface{}{"configmaps"},
+		"namespaces": []interface{}{ns}, "names": []interface{}{"edge-report"}}}
+	f.syncerConfig(f.name, spec)
+	id, _, p := bootstrapAndRun(t, f, f.name, bootstrap.RBACBroad)
+
+	f.waitFor(f.down, gvrConfigMaps, ns, "settings", hasMark)
+	f.create(f.down, gvrConfigMaps, configMap(ns, "edge-report", map[string]interface{}{"result": "pass"}))
+	f.waitFor(f.up, gvrConfigMaps, ns, "edge-report", upsynced)
+	eventually(t, 30*time.Second, "ready", func() (bool, string) {
+		code, body := p.probe("/readyz")
+		return code == 200, fmt.Sprintf("%d %s", code, body)
+	})
+	if _, err := f.down.kube.CoordinationV1().Leases(id).Get(f.ctx, "kubestellar-syncer-"+f.name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the syncer's Lease in its namespace: %v", err)
+	}
+	if strings.Contains(p.logText(), "forbidden") {
+		t.Errorf("the syncer met a permission error:\n%s", p.tail(30))
+	}
+
+	// Again: the same identity, updated in place.
+	syncerGen(t, false, f.name, "--syncer-image=registry.invalid/kubestellar-syncer:e2e", "-o", filepath.Join(t.TempDir(), "again.yaml"), "--kubeconfig", env.Upstream.Kubeconfig)
+	sas, err := f.up.kube.CoreV1().ServiceAccounts("default").List(f.ctx, metav1.ListOptions{LabelSelector: "edge.kubestellar.io/syncer=" + id})
+	if err != nil || len(sas.Items) != 1 {
+		t.Errorf("after a second run: %v service accounts labelled %s (%v)", len(sas.Items), id, err)
+	}
+	if _, err := f.up.kube.CoreV1().Secrets("default").Get(f.ctx, id+"-token", metav1.GetOptions{}); err != nil {
+		t.Errorf("the upstream token Secret: %v", err)
+	}
+}
+
+// TestBootstrapLeastRBAC: with --rbac=least the syncer still syncs what its SyncerConfigs select,
+// and the edge apiserver refuses it what they do not.
+func TestBootstrapLeastRBAC(t *testing.T) {
+	f := newFixture(t)
+	ns := f.namespace("app")
+	f.create(f.up, gvrConfigMaps, configMap(ns, "settings", map[string]interface{}{"k": "v"}))
+	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps")))
+	_, edgeKube, p := bootstrapAndRun(t, f, f.name, bootstrap.RBACLeast)
+	f.waitFor(f.down, gvrConfigMaps, ns, "settings", hasMark)
+	f.update(f.up, gvrConfigMaps, ns, "settings", func(o *unstructured.Unstructured) { o.Object["data"] = map[string]interface{}{"k": "v2"} })
+	f.waitFor(f.down, gvrConfigMaps, ns, "settings", dataEquals("k", "v2"))
+	_, err := edgeKube.CoreV1().Secrets(ns).Create(f.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "not-selected"}}, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("creating a Secret (not in the SyncerConfigs) as the syncer: %v, want Forbidden", err)
+	}
+	_, err = edgeKube.RbacV1().ClusterRoles().Create(f.ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: f.name + "-escalate"}}, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("creating a ClusterRole as the syncer: %v, want Forbidden", err)
+	}
+	if code, body := p.probe("/readyz"); code != 200 {
+		t.Errorf("/readyz = %d %s", code, body)
+	}
+	if strings.Contains(p.logText(), "forbidden") {
+		t.Errorf("the syncer met a permission error with least RBAC:\n%s", p.tail(30))
+	}
+}
+
+// TestBootstrapFailsFast: an unreachable endpoint and a user without permissions are clear errors
+// within seconds, not retries forever (kubestellar issue 1310).
+func TestBootstrapFailsFast(t *testing.T) {
+	f := newFixture(t)
+	start := time.Now()
+	unreachable := kubeconfigVia(t, env.Upstream, "https://127.0.0.1:1", "")
+	stderr := syncerGen(t, true, "edge1", "--syncer-image=x", "-o", "-", "--kubeconfig", unreachable)
+	if !strings.Contains(stderr, "cannot use the upstream at https://127.0.0.1:1") || time.Since(start) > 20*time.Second {
+		t.Errorf("unreachable endpoint: after %v, stderr %q", time.Since(start), stderr)
+	}
+
+	// A ServiceAccount with no permissions upstream.
+	sa := f.name + "-nobody"
+	if _, err := f.up.kube.CoreV1().ServiceAccounts("default").Create(f.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.up.kube.CoreV1().ServiceAccounts("default").Delete(f.ctx, sa, metav1.DeleteOptions{}) })
+	seconds := int64(600)
+	tr, err := f.up.kube.CoreV1().ServiceAccounts("default").CreateToken(f.ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr = syncerGen(t, true, "edge1", "--syncer-image=x", "-o", "-", "--kubeconfig", kubeconfigVia(t, env.Upstream, env.Upstream.URL, tr.Status.Token))
+	if !strings.Contains(stderr, "may not create serviceaccounts") {
+		t.Errorf("no-permission user: stderr %q", stderr)
+	}
+	stderr = syncerGen(t, true, "Not_A_Name", "-o", "-", "--kubeconfig", env.Upstream.Kubeconfig)
+	if !strings.Contains(stderr, "not a valid name") || !strings.Contains(stderr, "--syncer-image is required") {
+		t.Errorf("bad arguments: stderr %q", stderr)
+	}
+}
