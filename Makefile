@@ -16,7 +16,7 @@ E2E_TIMEOUT ?= 45m
 
 IMAGE       ?= kubestellar-syncer:dev
 
-.PHONY: build test test-unit test-e2e e2e-bins prometheus-bin image image-check testenv testenv-down lint demo clean
+.PHONY: bench bench-quick build test test-unit test-e2e e2e-bins prometheus-bin image image-check testenv testenv-down lint demo clean
 
 build: ## Build the binaries into bin/.
 	$(GO) build -o bin/ ./cmd/...
@@ -24,7 +24,7 @@ build: ## Build the binaries into bin/.
 test: lint test-unit image-check test-e2e ## Everything CI runs.
 
 test-unit: ## Unit tests (fake clients, pure packages), with the race detector.
-	$(GO) test -race -count=1 ./pkg/... ./cmd/...
+	$(GO) test -race -count=1 ./pkg/... ./cmd/... ./test/bench/...
 
 test-e2e: e2e-bins prometheus-bin ## End-to-end tests against real etcd + kube-apiservers, the syncer run as a process.
 	E2E=1 $(GO) test -race -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/... 2>&1 | tee /tmp/kubestellar-syncer-e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+[a-z_]+_test\.go:[0-9]+:)' ; exit $${PIPESTATUS[0]}
@@ -56,6 +56,12 @@ STATICCHECK_VERSION ?= v0.8.2
 
 demo: build testenv ## Show the syncer at work on the local control plane.
 	@bash hack/demo.sh
+
+bench: build e2e-bins ## Benchmarks on a real control plane (about 45 minutes): table on stdout, JSON in bench-results.json.
+	$(GO) run ./test/bench -syncer bin/syncer -bin-dir $(E2E_BIN) -out bench-results.json $(BENCH_ARGS)
+
+bench-quick: build e2e-bins ## A smoke run of the benchmarks (small sizes, one repetition; not figures).
+	$(GO) run ./test/bench -quick -syncer bin/syncer -bin-dir $(E2E_BIN) -out /tmp/bench-quick.json $(BENCH_ARGS)
 
 clean: testenv-down
 	rm -rf bin/

@@ -35,7 +35,7 @@ func main() {
 }
 
 func run(args []string) error {
-	opts := bootstrap.Options{UpstreamNamespace: "default", Replicas: 1, QPS: 50, Burst: 100, Verbosity: 2,
+	opts := bootstrap.Options{UpstreamNamespace: "default", Replicas: 1, QPS: 500, Burst: 1000, Verbosity: 2,
 		Lifetime: 365 * 24 * time.Hour, RBAC: bootstrap.RBACBroad}
 	var kubeconfig, kubeContext, output string
 	fs := pflag.NewFlagSet("syncer-gen", pflag.ContinueOnError)

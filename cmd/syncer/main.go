@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"sync/atomic"
@@ -107,6 +108,10 @@ func run(opts *options.Options) error {
 	if addr := opts.MetricsBindAddress; addr != "0" && addr != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		if opts.Profiling {
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		}
 		srv, err := serve(ctx, "metrics", addr, mux, errCh)
 		if err != nil {
 			return fmt.Errorf("--metrics-bind-address: %w", err)

@@ -126,8 +126,9 @@ func (c *Controller) applyDownstream(ctx context.Context, key Key, res *selectio
 
 	creating := downObj == nil
 	if creating {
-		// Our cache holds only labelled objects: make sure nobody else's object has this name.
-		live, err := c.downClient.Resource(downGVR).Namespace(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+		// Our cache holds only labelled objects: make sure nobody else's object has this name. The
+		// read is served from the apiserver's watch cache (resourceVersion "0"), not from etcd.
+		live, err := c.downClient.Resource(downGVR).Namespace(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{ResourceVersion: "0"})
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:

@@ -35,6 +35,7 @@ type Options struct {
 	AdoptExisting          bool
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
+	Profiling              bool
 	HeartbeatPeriod        time.Duration
 
 	LeaderElect              bool
@@ -52,9 +53,9 @@ type Options struct {
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
-		QPS:                    50,
-		Burst:                  100,
-		Workers:                8,
+		QPS:                    500,
+		Burst:                  1000,
+		Workers:                16,
 		StatusWorkers:          4,
 		UpsyncWorkers:          4,
 		MetricsBindAddress:     ":8080",
@@ -77,7 +78,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ToContext, "to-context", o.ToContext, "Context in --to-kubeconfig to use.")
 	fs.StringVar(&o.SyncTargetName, "sync-target-name", o.SyncTargetName, "Name of the sync target; it identifies this syncer's objects downstream (label "+"edge.kubestellar.io/downsynced-by).")
 	fs.StringVar(&o.SyncTargetUID, "sync-target-uid", o.SyncTargetUID, "UID of the sync target. Required.")
-	fs.Float32Var(&o.QPS, "qps", o.QPS, "Client-side limit of requests per second to each apiserver.")
+	fs.Float32Var(&o.QPS, "qps", o.QPS, "Client-side limit of requests per second to each apiserver; negative: no client-side limit (the apiservers' priority and fairness still apply).")
 	fs.IntVar(&o.Burst, "burst", o.Burst, "Client-side burst of requests to each apiserver.")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Number of downsync workers.")
 	fs.IntVar(&o.StatusWorkers, "status-workers", o.StatusWorkers, "Number of status-return workers.")
@@ -85,6 +86,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.AdoptExisting, "adopt-existing", o.AdoptExisting, "Take over downstream objects that exist without the syncer's mark (default: leave them alone and report a conflict).")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz (live) and /readyz (synced and connected); \"0\" disables them.")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's /debug/pprof on the metrics address (heap?gc=1 collects first: what the benchmark reads).")
 	fs.DurationVar(&o.HeartbeatPeriod, "heartbeat-period", o.HeartbeatPeriod, "How often the heartbeat and conditions are written on every SyncerConfig's status; 0 disables it.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Run only while holding a Lease in the edge cluster, so that several replicas are safe; only the leader watches and writes.")
 	fs.StringVar(&o.LeaderElectNamespace, "leader-elect-namespace", o.LeaderElectNamespace, "Namespace of the Lease at the edge (default: $POD_NAMESPACE).")
@@ -125,8 +127,8 @@ func (o *Options) Validate() error {
 	if o.SyncTargetUID == "" {
 		errs = append(errs, "--sync-target-uid is required")
 	}
-	if o.QPS <= 0 || o.Burst <= 0 {
-		errs = append(errs, "--qps and --burst must be positive")
+	if o.QPS == 0 || (o.QPS > 0 && o.Burst <= 0) {
+		errs = append(errs, "--qps must be positive (or negative: no client-side limit) and --burst positive")
 	}
 	if o.LeaderElect {
 		if o.LeaderElectNamespace == "" {

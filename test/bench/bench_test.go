@@ -1,0 +1,49 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPercentile(t *testing.T) {
+	v := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for p, want := range map[float64]float64{50: 5, 95: 10, 99: 10, 10: 1} {
+		if got := percentile(v, p); got != want {
+			t.Errorf("p%v = %v, want %v", p, got, want)
+		}
+	}
+}
+
+func TestFillRate(t *testing.T) {
+	t0 := time.Now()
+	if got := fillRate(101, t0, t0.Add(2*time.Second)); got != 50 {
+		t.Errorf("fill rate %v, want 50", got)
+	}
+}
+
+func TestSumMatchingAndParse(t *testing.T) {
+	m, err := parseMetrics(strings.NewReader(`# TYPE apiserver_request_total counter
+apiserver_request_total{verb="LIST",code="200"} 3
+apiserver_request_total{verb="WATCH",code="200"} 7
+apiserver_request_total{verb="PATCH",code="200"} 2
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sumMatching(m, "apiserver_request_total{", `!verb="WATCH"`); got != 5 {
+		t.Errorf("non-WATCH sum %v, want 5", got)
+	}
+	if got := sumMatching(m, "apiserver_request_total{", `verb="WATCH"`); got != 7 {
+		t.Errorf("WATCH sum %v, want 7", got)
+	}
+}
+
+func TestRecordMedianAndSpread(t *testing.T) {
+	b := &bench{}
+	b.record("s", "m", "u", []float64{3, 1, 2, 10}, "")
+	r := b.results[0]
+	if r.Median != 2.5 || r.Min != 1 || r.Max != 10 {
+		t.Errorf("%+v", r)
+	}
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// idleWindow is how long each idle measurement lasts.
+func (b *bench) idleWindow() time.Duration {
+	if b.cfg.quick {
+		return 15 * time.Second
+	}
+	return time.Minute
+}
+
+// apiserverRequests is the non-WATCH requests an apiserver has served, all clients.
+func apiserverRequests(ctx context.Context, s *side) (float64, error) {
+	m, err := apiserverMetrics(ctx, s)
+	if err != nil {
+		return 0, err
+	}
+	return sumMatching(m, "apiserver_request_total{", `!verb="WATCH"`), nil
+}
+
+// idle measures what the syncer costs when nothing changes, with the 10k ConfigMaps of the sync
+// scenario synced: its own request counts per side (non-WATCH), and the apiservers' request counts
+// with and without it (the edge runs a kube-controller-manager, whose requests are the noise).
+func (b *bench) idle(ctx context.Context) error {
+	p := b.syncer
+	if p == nil {
+		return fmt.Errorf("the idle scenario needs the sync scenario's 10k syncer (run -scenarios sync,idle)")
+	}
+	window := b.idleWindow()
+	logf("idle: letting the syncer settle, then %d windows of %v", b.cfg.repeat, window)
+	time.Sleep(10 * time.Second)
+	perMin := func(d float64) float64 { return d * float64(time.Minute) / float64(window) }
+	var ownUp, ownDown, writes, heartbeat, lists, apiUp, apiDown []float64
+	for rep := 0; rep < b.cfg.repeat; rep++ {
+		m0, err := p.metrics()
+		if err != nil {
+			return err
+		}
+		u0, err := apiserverRequests(ctx, b.up)
+		if err != nil {
+			return err
+		}
+		d0, err := apiserverRequests(ctx, b.down)
+		if err != nil {
+			return err
+		}
+		time.Sleep(window)
+		m1, err := p.metrics()
+		if err != nil {
+			return err
+		}
+		u1, _ := apiserverRequests(ctx, b.up)
+		d1, _ := apiserverRequests(ctx, b.down)
+		delta := func(prefix string, parts ...string) float64 {
+			return sumMatching(m1, prefix, parts...) - sumMatching(m0, prefix, parts...)
+		}
+		ownUp = append(ownUp, perMin(delta("kubestellar_syncer_api_requests_total{", `side="upstream"`, `!verb="WATCH"`)))
+		ownDown = append(ownDown, perMin(delta("kubestellar_syncer_api_requests_total{", `side="downstream"`, `!verb="WATCH"`)))
+		lists = append(lists, perMin(delta("kubestellar_syncer_api_requests_total{", `verb="LIST"`)))
+		writes = append(writes, perMin(delta("kubestellar_syncer_writes_total{")))
+		heartbeat = append(heartbeat, perMin(delta("kubestellar_syncer_api_requests_total{", `side="upstream"`, `verb="PATCH"`)))
+		apiUp = append(apiUp, perMin(u1-u0-1)) // -1: the bench's own /metrics read
+		apiDown = append(apiDown, perMin(d1-d0-1))
+	}
+	p.stopProcess()
+	b.syncer = nil
+	var noiseUp, noiseDown []float64
+	for rep := 0; rep < b.cfg.repeat; rep++ {
+		u0, err := apiserverRequests(ctx, b.up)
+		if err != nil {
+			return err
+		}
+		d0, err := apiserverRequests(ctx, b.down)
+		if err != nil {
+			return err
+		}
+		time.Sleep(window)
+		u1, _ := apiserverRequests(ctx, b.up)
+		d1, _ := apiserverRequests(ctx, b.down)
+		noiseUp, noiseDown = append(noiseUp, perMin(u1-u0-1)), append(noiseDown, perMin(d1-d0-1))
+	}
+	s := fmt.Sprintf("idle, %d ConfigMaps synced", b.idleObjects)
+	b.record(s, "syncer requests to upstream (own metrics)", "requests/min", ownUp, "non-WATCH; the heartbeat is one status PATCH per SyncerConfig per 20 s")
+	b.record(s, "  of which heartbeat PATCHes", "requests/min", heartbeat, "")
+	b.record(s, "syncer requests to the edge (own metrics)", "requests/min", ownDown, "non-WATCH")
+	b.record(s, "syncer LISTs", "requests/min", lists, "")
+	b.record(s, "syncer writes", "writes/min", writes, "writes_total, all directions")
+	b.record(s, "upstream apiserver, all clients, with the syncer", "requests/min", apiUp, "apiserver_request_total, non-WATCH")
+	b.record(s, "upstream apiserver, all clients, syncer stopped", "requests/min", noiseUp, "")
+	b.record(s, "edge apiserver, all clients, with the syncer", "requests/min", apiDown, "the edge runs kube-controller-manager")
+	b.record(s, "edge apiserver, all clients, syncer stopped", "requests/min", noiseDown, "")
+	w := newWorkload("s10k", gvrConfigMaps, 0, 100)
+	b.idleObjects = 0
+	return deleteNamespaces(ctx, b.down, w.namespaces)
+}

@@ -1,0 +1,147 @@
+// Command bench measures the syncer on a real control plane (etcd, two kube-apiservers, a
+// kube-controller-manager at the edge; test/testenv) and prints one table, also written as JSON:
+// initial-sync throughput against the physical limit measured in the same run (a bare client, a bare
+// relay), change latency for downsync, status return and upsync under churn, idle API cost, memory
+// per object, and a model of the release-0.14 polling syncer on the same workloads.
+//
+//	go run ./test/bench -syncer bin/syncer -bin-dir $E2E_BIN   (make bench; -quick for a smoke run)
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kubestellar/syncer/test/testenv"
+)
+
+type config struct {
+	syncer     string
+	binDir     string
+	out        string
+	repeat     int
+	quick      bool
+	scenarios  map[string]bool
+	syncerArgs []string
+}
+
+func main() {
+	var c config
+	var scenarios, extra string
+	flag.StringVar(&c.syncer, "syncer", "bin/syncer", "The syncer binary.")
+	flag.StringVar(&c.binDir, "bin-dir", os.Getenv("E2E_BIN"), "etcd, kube-apiserver, kube-controller-manager (make e2e-bins).")
+	flag.StringVar(&c.out, "out", "bench-results.json", "Where to write the results as JSON.")
+	flag.IntVar(&c.repeat, "repeat", 3, "Repetitions of each figure (median and spread are printed).")
+	flag.BoolVar(&c.quick, "quick", false, "Small sizes and one repetition: a smoke run, not figures.")
+	flag.StringVar(&scenarios, "scenarios", "settings,sync,idle,latency,memory,polling", "Which scenarios to run.")
+	flag.StringVar(&extra, "syncer-args", "", "Extra syncer flags, space-separated (e.g. \"--qps=-1 --workers=16\").")
+	flag.Parse()
+	c.scenarios = map[string]bool{}
+	for _, s := range strings.Split(scenarios, ",") {
+		c.scenarios[strings.TrimSpace(s)] = true
+	}
+	c.syncerArgs = strings.Fields(extra)
+	if c.quick {
+		c.repeat = 1
+	}
+	if err := run(c); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(c config) error {
+	if missing := testenv.MissingBinaries(c.binDir); c.binDir == "" || len(missing) > 0 {
+		return fmt.Errorf("control-plane binaries %v missing in -bin-dir %q (make e2e-bins)", missing, c.binDir)
+	}
+	syncer, err := filepath.Abs(c.syncer)
+	if err != nil {
+		return err
+	}
+	c.syncer = syncer
+	if _, err := os.Stat(c.syncer); err != nil {
+		return fmt.Errorf("the syncer binary: %w (make build)", err)
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "syncer-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	logf("starting etcd, two kube-apiservers and a kube-controller-manager in %s", dir)
+	env, err := testenv.Start(ctx, testenv.Options{BinDir: c.binDir, Dir: filepath.Join(dir, "env"), Log: os.Stderr})
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	b, err := newBench(ctx, c, env, dir)
+	if err != nil {
+		return err
+	}
+	steps := []struct {
+		name string
+		fn   func(context.Context) error
+	}{
+		{"settings", b.settings},
+		{"sync", b.initialSync},
+		{"idle", b.idle},
+		{"latency", b.latency},
+		{"memory", b.memory},
+		{"polling", b.polling},
+	}
+	for _, s := range steps {
+		if !c.scenarios[s.name] {
+			continue
+		}
+		logf("== scenario %s", s.name)
+		if err := s.fn(ctx); err != nil {
+			return fmt.Errorf("scenario %s: %w", s.name, err)
+		}
+	}
+	b.print(os.Stdout)
+	return b.writeJSON(c.out)
+}
+
+func logf(format string, args ...interface{}) {
+	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// header describes the machine and versions.
+func header(c config) map[string]string {
+	h := map[string]string{
+		"cores":      fmt.Sprint(runtime.NumCPU()),
+		"go":         runtime.Version(),
+		"kubernetes": "v" + os.Getenv("K8S_VERSION"),
+		"date":       time.Now().UTC().Format(time.RFC3339),
+		"repeat":     fmt.Sprint(c.repeat),
+		"quick":      fmt.Sprint(c.quick),
+		"syncerArgs": strings.Join(c.syncerArgs, " "),
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "k8s.io/client-go" {
+				h["client-go"] = d.Version
+			}
+		}
+	}
+	return h
+}
+
+func (b *bench) writeJSON(path string) error {
+	data, err := json.MarshalIndent(map[string]interface{}{"header": header(b.cfg), "results": b.results}, "", "  ")
+	if err != nil {
+		return err
+	}
+	logf("writing %s", path)
+	return os.WriteFile(path, data, 0o644)
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// memory measures the syncer's live Go heap (after a forced GC) and RSS with N ConfigMaps synced,
+// against an empty selection, as bytes per object. The upstream is first emptied of ConfigMaps so
+// that it holds only the objects destined for the edge, as a mailbox workspace does (the syncer
+// caches every upstream object of a selected resource, and its own copies at the edge).
+func (b *bench) memory(ctx context.Context) error {
+	sizes := []int{1000, 10000, 100000}
+	if b.cfg.quick {
+		sizes = []int{100, 1000}
+	}
+	logf("memory: emptying the upstream of ConfigMaps (a mailbox holds only what goes to its edge)")
+	if err := clearConfigMaps(ctx, b.up); err != nil {
+		return err
+	}
+	empty := newWorkload("mem", gvrConfigMaps, 0, 100)
+	if err := ensureNamespaces(ctx, b.up, empty.namespaces); err != nil {
+		return err
+	}
+	if err := b.syncerConfig(ctx, nsScope(empty.namespaces, resourceOf(gvrConfigMaps))); err != nil {
+		return err
+	}
+	heap0, rss0, err := b.measureMemory(ctx, empty)
+	if err != nil {
+		return err
+	}
+	b.record("memory", "baseline (nothing selected exists): heap", "MiB", []float64{heap0 / (1 << 20)}, "live heap after a forced GC")
+	b.record("memory", "baseline (nothing selected exists): RSS", "MiB", []float64{rss0 / (1 << 20)}, "")
+	objSize := 0.0
+	for _, n := range sizes {
+		w := newWorkload("mem", gvrConfigMaps, n, 100)
+		label := fmt.Sprintf("%d ConfigMaps", n)
+		logf("memory: %s: creating upstream", label)
+		if err := w.create(ctx, b.up, nil); err != nil {
+			return err
+		}
+		if objSize == 0 {
+			obj, err := b.up.dyn.Resource(gvrConfigMaps).Namespace(w.namespaces[0]).Get(ctx, "o-000000", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			obj.SetManagedFields(nil)
+			data, _ := json.Marshal(obj.Object)
+			objSize = float64(len(data))
+			b.record("memory", "one ConfigMap as JSON", "bytes", []float64{objSize}, "the object itself (managedFields dropped, as in the caches)")
+		}
+		heap, rss, err := b.measureMemory(ctx, w)
+		if err != nil {
+			return err
+		}
+		perObj := (heap - heap0) / float64(n)
+		b.record("memory", label+": heap", "MiB", []float64{heap / (1 << 20)}, "")
+		b.record("memory", label+": RSS", "MiB", []float64{rss / (1 << 20)}, "")
+		b.record("memory", label+": heap per object", "bytes", []float64{perObj}, "above the baseline; the syncer caches the upstream object and its edge copy")
+		b.record("memory", label+": heap per object beyond its two copies as JSON", "bytes", []float64{perObj - 2*objSize}, "")
+		b.record("memory", label+": RSS per object", "bytes", []float64{(rss - rss0) / float64(n)}, "")
+		if err := deleteNamespaces(ctx, b.down, w.namespaces); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// clearConfigMaps deletes every ConfigMap of every namespace on a side.
+func clearConfigMaps(ctx context.Context, s *side) error {
+	list, err := s.dyn.Resource(gvrNamespaces).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, ns := range list.Items {
+		if err := s.dyn.Resource(gvrConfigMaps).Namespace(ns.GetName()).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			return fmt.Errorf("emptying %s: %w", ns.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// measureMemory runs a fresh syncer until the workload is synced, forces a GC through pprof, and
+// reads the live heap and RSS from its metrics.
+func (b *bench) measureMemory(ctx context.Context, w workload) (heap, rss float64, err error) {
+	var c *counter
+	if w.n > 0 {
+		if c, err = watchCount(ctx, b.down, gvrConfigMaps, ownedSelector, w.namespaces, w.n, nil); err != nil {
+			return 0, 0, err
+		}
+		defer c.stop()
+	}
+	p, err := b.startSyncer("--qps=-1") // memory, not speed: fill as fast as the servers go
+	if err != nil {
+		return 0, 0, err
+	}
+	defer p.stopProcess()
+	if c != nil {
+		if _, _, err := c.wait(ctx, 30*time.Minute); err != nil {
+			return 0, 0, fmt.Errorf("%w (syncer log %s)", err, p.log)
+		}
+	}
+	time.Sleep(5 * time.Second) // let the last writes and events drain
+	resp, err := http.Get("http://" + p.metricsAddr + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return 0, 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	m, err := p.metrics()
+	if err != nil {
+		return 0, 0, err
+	}
+	return m["go_memstats_heap_alloc_bytes{}"], m["process_resident_memory_bytes{}"], nil
+}

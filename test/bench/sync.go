@@ -1,0 +1,255 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// concurrency of the bare client and the relay: the syncer's default --workers.
+const limitWorkers = 8
+
+// initialSync measures how fast a fresh syncer fills an empty edge, against the bare client and the
+// bare relay on the same objects, repeated; each repetition measures all three back to back.
+func (b *bench) initialSync(ctx context.Context) error {
+	type size struct {
+		label      string
+		w          workload
+		keepSyncer bool
+	}
+	scale := 1
+	if b.cfg.quick {
+		scale = 10
+	}
+	sizes := []size{
+		{fmt.Sprintf("%d ConfigMaps / 10 ns", 1000/scale), newWorkload("s1k", gvrConfigMaps, 1000/scale, 10), false},
+		{fmt.Sprintf("%d Deployments / 10 ns", 1000/scale), newWorkload("d1k", gvrDeployments, 1000/scale, 10), false},
+		{fmt.Sprintf("%d ConfigMaps / 100 ns", 10000/scale), newWorkload("s10k", gvrConfigMaps, 10000/scale, 100), true},
+	}
+	for _, sz := range sizes {
+		logf("initial sync: %s: creating the objects upstream", sz.label)
+		if err := sz.w.create(ctx, b.up, nil); err != nil {
+			return err
+		}
+		if err := b.syncerConfig(ctx, nsScope(sz.w.namespaces, resourceOf(sz.w.gvr))); err != nil {
+			return err
+		}
+		var ours, oursFill, limit, limitApply, relay, ratioLimit, ratioApply, ratioRelay, cpu, first []float64
+		for rep := 0; rep < b.cfg.repeat; rep++ {
+			l, err := b.measureLimit(ctx, sz.w, false)
+			if err != nil {
+				return err
+			}
+			la, err := b.measureLimit(ctx, sz.w, true)
+			if err != nil {
+				return err
+			}
+			r, err := b.measureRelay(ctx, sz.w)
+			if err != nil {
+				return err
+			}
+			keep := sz.keepSyncer && rep == b.cfg.repeat-1
+			m, err := b.measureSyncer(ctx, sz.w, keep)
+			if err != nil {
+				return err
+			}
+			ours, oursFill, cpu, first = append(ours, m.rate), append(oursFill, m.fill), append(cpu, m.cpu), append(first, m.first)
+			limit, limitApply, relay = append(limit, l), append(limitApply, la), append(relay, r)
+			ratioLimit, ratioApply, ratioRelay = append(ratioLimit, m.fill/l), append(ratioApply, m.fill/la), append(ratioRelay, m.fill/r)
+		}
+		scenario := "initial sync " + sz.label
+		b.record(scenario, "bare client, create (limit)", "objects/s", limit, fmt.Sprintf("%d creates, %d workers, no throttling; first to last object", sz.w.n, limitWorkers))
+		b.record(scenario, "bare client, server-side apply", "objects/s", limitApply, "the same with apply PATCHes, as the syncer writes")
+		b.record(scenario, "bare relay", "objects/s", relay, "upstream informer → create downstream; first to last object")
+		b.record(scenario, "syncer fill rate", "objects/s", oursFill, "first to last object downstream")
+		b.record(scenario, "syncer end to end", "objects/s", ours, "from process start to the last object")
+		b.record(scenario, "syncer ÷ bare create", "ratio", ratioLimit, "fill rates, same repetition")
+		b.record(scenario, "syncer ÷ bare apply", "ratio", ratioApply, "")
+		b.record(scenario, "syncer ÷ bare relay", "ratio", ratioRelay, "")
+		b.record(scenario, "syncer first object", "s", first, "after process start (discovery, leftover scan, informers)")
+		b.record(scenario, "syncer CPU", "CPU s", cpu, "process_cpu_seconds_total at the end")
+	}
+	return nil
+}
+
+// fillRate is objects per second from the first to the last object seen.
+func fillRate(n int, first, all time.Time) float64 {
+	if n < 2 || !all.After(first) {
+		return float64(n)
+	}
+	return float64(n-1) / all.Sub(first).Seconds()
+}
+
+// measureLimit creates the workload downstream with a bare client (plain creates, or server-side
+// apply PATCHes as the syncer sends) and returns its fill rate as a watch sees it.
+func (b *bench) measureLimit(ctx context.Context, w workload, apply bool) (float64, error) {
+	if err := ensureNamespaces(ctx, b.down, w.namespaces); err != nil {
+		return 0, err
+	}
+	c, err := watchCount(ctx, b.down, w.gvr, "bench=limit", w.namespaces, w.n, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer c.stop()
+	force := true
+	if err := w.parallel(ctx, limitWorkers, func(ns, name string) error {
+		obj := w.make(ns, name, map[string]string{"bench": "limit"})
+		if apply {
+			data, err := obj.MarshalJSON()
+			if err != nil {
+				return err
+			}
+			_, err = b.down.dyn.Resource(w.gvr).Namespace(ns).Patch(ctx, name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: "bench", Force: &force})
+			return err
+		}
+		_, err := b.down.dyn.Resource(w.gvr).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return 0, err
+	}
+	first, all, err := c.wait(ctx, 10*time.Minute)
+	if err != nil {
+		return 0, err
+	}
+	return fillRate(w.n, first, all), deleteNamespaces(ctx, b.down, w.namespaces)
+}
+
+// measureRelay is the simplest watch-based syncer: an upstream informer whose handler queues
+// each object, and workers that create it downstream. Nothing else: no marks, no checks.
+func (b *bench) measureRelay(ctx context.Context, w workload) (float64, error) {
+	if err := ensureNamespaces(ctx, b.down, w.namespaces); err != nil {
+		return 0, err
+	}
+	c, err := watchCount(ctx, b.down, w.gvr, "bench=relay", w.namespaces, w.n, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer c.stop()
+	nsSet := map[string]bool{}
+	for _, ns := range w.namespaces {
+		nsSet[ns] = true
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	q := workqueue.NewTyped[*unstructured.Unstructured]()
+	f := dynamicinformer.NewDynamicSharedInformerFactory(b.up.dyn, 0)
+	inf := f.ForResource(w.gvr).Informer()
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj interface{}) {
+		if u, ok := obj.(*unstructured.Unstructured); ok && nsSet[u.GetNamespace()] {
+			q.Add(u)
+		}
+	}})
+	go inf.Run(rctx.Done())
+	var wg sync.WaitGroup
+	for i := 0; i < limitWorkers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				u, shutdown := q.Get()
+				if shutdown {
+					return
+				}
+				out := w.make(u.GetNamespace(), u.GetName(), map[string]string{"bench": "relay"})
+				if d, ok := u.Object["data"]; ok {
+					out.Object["data"] = d
+				}
+				_, _ = b.down.dyn.Resource(w.gvr).Namespace(u.GetNamespace()).Create(rctx, out, metav1.CreateOptions{})
+				q.Done(u)
+			}
+		}()
+	}
+	first, all, err := c.wait(ctx, 10*time.Minute)
+	q.ShutDown()
+	cancel()
+	wg.Wait()
+	if err != nil {
+		return 0, err
+	}
+	return fillRate(w.n, first, all), deleteNamespaces(ctx, b.down, w.namespaces)
+}
+
+type syncMeasure struct {
+	rate  float64 // from process start
+	fill  float64 // first to last object
+	cpu   float64
+	first float64 // seconds to the first object
+}
+
+// measureSyncer starts a fresh syncer on an empty edge and measures how it fills it. With keep,
+// the syncer keeps running (for the idle scenario).
+func (b *bench) measureSyncer(ctx context.Context, w workload, keep bool, extra ...string) (syncMeasure, error) {
+	c, err := watchCount(ctx, b.down, w.gvr, ownedSelector, w.namespaces, w.n, nil)
+	if err != nil {
+		return syncMeasure{}, err
+	}
+	defer c.stop()
+	p, err := b.startSyncer(extra...)
+	if err != nil {
+		return syncMeasure{}, err
+	}
+	f, all, err := c.wait(ctx, 15*time.Minute)
+	if err != nil {
+		p.stopProcess()
+		return syncMeasure{}, fmt.Errorf("%w (syncer log %s)", err, p.log)
+	}
+	m, err := p.metrics()
+	if err != nil {
+		return syncMeasure{}, err
+	}
+	res := syncMeasure{rate: float64(w.n) / all.Sub(p.start).Seconds(), fill: fillRate(w.n, f, all),
+		cpu: m["process_cpu_seconds_total{}"], first: f.Sub(p.start).Seconds()}
+	if keep {
+		b.syncer, b.idleObjects = p, w.n
+		return res, nil
+	}
+	p.stopProcess()
+	return res, deleteNamespaces(ctx, b.down, w.namespaces)
+}
+
+// settings measures the initial sync of 1,000 ConfigMaps under several --qps/--burst/--workers
+// settings, to show what they trade.
+func (b *bench) settings(ctx context.Context) error {
+	n := 1000
+	w := newWorkload("s1k", gvrConfigMaps, n, 10)
+	if b.cfg.quick {
+		w = newWorkload("s1k", gvrConfigMaps, n/10, 10)
+	}
+	if err := w.create(ctx, b.up, nil); err != nil {
+		return err
+	}
+	if err := b.syncerConfig(ctx, nsScope(w.namespaces, resourceOf(w.gvr))); err != nil {
+		return err
+	}
+	for _, args := range [][]string{
+		{"--qps=20", "--burst=30", "--workers=2"},
+		{"--qps=50", "--burst=100", "--workers=8"},
+		{"--qps=200", "--burst=400", "--workers=16"},
+		{"--qps=500", "--burst=1000", "--workers=16"},
+		{"--qps=-1", "--workers=8"},
+		{"--qps=-1", "--workers=16"},
+		{"--qps=-1", "--workers=32"},
+	} {
+		var fill, cpu []float64
+		for rep := 0; rep < b.cfg.repeat; rep++ {
+			m, err := b.measureSyncer(ctx, w, false, args...)
+			if err != nil {
+				return err
+			}
+			fill, cpu = append(fill, m.fill), append(cpu, m.cpu)
+		}
+		label := fmt.Sprintf("settings: initial sync of %d ConfigMaps", w.n)
+		b.record(label, strings.Join(args, " ")+": fill rate", "objects/s", fill, "")
+		b.record(label, strings.Join(args, " ")+": syncer CPU", "CPU s", cpu, "")
+	}
+	return nil
+}
