@@ -224,7 +224,10 @@ func (b *bench) latency(ctx context.Context) error {
 			return mergePatch(ctx, b.up, gvrConfigMaps, ns, name, map[string]interface{}{"data": map[string]interface{}{"v": v}})
 		}}
 	status := churn{keys: keys(widgets), observe: b.up, gvr: gvrWidgets, namespaces: widgets.namespaces,
-		value: func(u *unstructured.Unstructured) string { v, _, _ := unstructured.NestedString(u.Object, "status", "v"); return v },
+		value: func(u *unstructured.Unstructured) string {
+			v, _, _ := unstructured.NestedString(u.Object, "status", "v")
+			return v
+		},
 		write: func(ctx context.Context, ns, name, v string) error {
 			return mergePatch(ctx, b.down, gvrWidgets, ns, name, map[string]interface{}{"status": map[string]interface{}{"v": v}}, "status")
 		}}
