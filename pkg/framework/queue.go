@@ -220,3 +220,15 @@ func ObserveLatency(ctx context.Context, o interface{ Observe(float64) }) {
 		o.Observe(d.Seconds())
 	}
 }
+
+// Cached reads one object from a side's synced informer for gvr: nil when absent. synced is false
+// while that informer is not running or not synced yet (its sync enqueues everything again, so
+// callers just return). The object is the cache's: callers must not mutate it.
+func Cached(infs Informers, gvr schema.GroupVersionResource, namespace, name string) (obj *unstructured.Unstructured, synced bool, err error) {
+	inf, ok := infs.Synced(gvr)
+	if !ok {
+		return nil, false, nil
+	}
+	obj, err = GetFromCache(inf, namespace, name)
+	return obj, true, err
+}

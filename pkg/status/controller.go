@@ -129,17 +129,13 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	if !ok || notReturned[gr] || !c.cfg.Selection.ReturnsStatus(gr, key.Namespace, key.Name) {
 		return 0, nil
 	}
-	downInf, ok1 := c.cfg.DownstreamInformers.Synced(r.Downstream)
-	upInf, ok2 := c.cfg.UpstreamInformers.Synced(r.Upstream)
-	if !ok1 || !ok2 {
-		return 0, nil // the informers' sync enqueues everything again
-	}
-	down, err := framework.GetFromCache(downInf, key.Namespace, key.Name)
-	if err != nil {
+	// Not synced: the informers' sync enqueues everything again.
+	down, synced, err := framework.Cached(c.cfg.DownstreamInformers, r.Downstream, key.Namespace, key.Name)
+	if err != nil || !synced {
 		return 0, err
 	}
-	up, err := framework.GetFromCache(upInf, key.Namespace, key.Name)
-	if err != nil {
+	up, synced, err := framework.Cached(c.cfg.UpstreamInformers, r.Upstream, key.Namespace, key.Name)
+	if err != nil || !synced {
 		return 0, err
 	}
 	if down == nil || up == nil || !mapping.OwnedDownstream(down) || up.GetDeletionTimestamp() != nil || mapping.OwnedUpstream(up) {

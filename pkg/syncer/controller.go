@@ -63,10 +63,8 @@ func (c *Controller) handlerFor(side string, gvr schema.GroupVersionResource) ca
 	downstream := side == Downstream
 	enqueue := func(u *unstructured.Unstructured, why string) {
 		st := c.state()
-		if _, ok := st.resources[gr]; !ok {
-			if _, ok := st.leftovers[gr]; !ok {
-				return // an upsync-only resource
-			}
+		if !st.downsyncs(gr) {
+			return // an upsync-only resource
 		}
 		key := Key{GVR: st.canonicalGVR(gr, gvr), Namespace: u.GetNamespace(), Name: u.GetName()}
 		klog.V(logging.Trace).Info("Enqueue", "key", key.String(), "side", side, "reason", why)
@@ -119,10 +117,8 @@ func (c *Controller) leftoverDeleted(gr schema.GroupResource) {
 // enqueueResource enqueues every object of a resource that either side's cache holds.
 func (c *Controller) enqueueResource(gr schema.GroupResource) {
 	st := c.state()
-	if _, ok := st.resources[gr]; !ok {
-		if _, ok := st.leftovers[gr]; !ok {
-			return
-		}
+	if !st.downsyncs(gr) {
+		return
 	}
 	for _, m := range []*informermanager.Manager{c.up, c.down} {
 		for _, gvr := range m.Running() {

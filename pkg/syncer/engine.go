@@ -70,6 +70,13 @@ func (s *snapshot) downstreamGVR(gr schema.GroupResource) (schema.GroupVersionRe
 	return gvr, ok
 }
 
+// downsyncs tells whether downsync looks after the resource: selected, or a leftover.
+func (s *snapshot) downsyncs(gr schema.GroupResource) bool {
+	_, selected := s.resources[gr]
+	_, leftover := s.leftovers[gr]
+	return selected || leftover
+}
+
 // canonicalGVR is the GVR queue keys use for a resource: the upstream version when selected, so that
 // events of both sides for one object make one key.
 func (s *snapshot) canonicalGVR(gr schema.GroupResource, fallback schema.GroupVersionResource) schema.GroupVersionResource {

@@ -37,23 +37,15 @@ func (c *Controller) process(ctx context.Context, key Key) (time.Duration, error
 		}
 		return 0, nil // the informer's sync will enqueue it again
 	}
-	downInf, ok := c.down.Synced(downGVR)
-	if !ok {
-		return 0, nil // enqueued again when the downstream cache syncs
-	}
-	downObj, err := framework.GetFromCache(downInf, key.Namespace, key.Name)
-	if err != nil {
-		return 0, err
+	downObj, synced, err := framework.Cached(c.down, downGVR, key.Namespace, key.Name)
+	if err != nil || !synced {
+		return 0, err // not synced: enqueued again when the downstream cache syncs
 	}
 
 	var upObj *unstructured.Unstructured
 	if res != nil {
-		upInf, ok := c.up.Synced(res.Upstream.GVR)
-		if !ok {
-			return 0, nil // enqueued again when the upstream cache syncs
-		}
-		if upObj, err = framework.GetFromCache(upInf, key.Namespace, key.Name); err != nil {
-			return 0, err
+		if upObj, synced, err = framework.Cached(c.up, res.Upstream.GVR, key.Namespace, key.Name); err != nil || !synced {
+			return 0, err // not synced: enqueued again when the upstream cache syncs
 		}
 	}
 

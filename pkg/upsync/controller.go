@@ -158,21 +158,14 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	if !ok {
 		return 0, nil
 	}
-	upInf, ok := c.cfg.UpstreamInformers.Synced(r.Upstream)
-	if !ok {
-		return 0, nil // enqueued again when the upstream cache syncs
-	}
-	up, err := framework.GetFromCache(upInf, key.Namespace, key.Name)
-	if err != nil {
+	// Not synced: enqueued again when the cache syncs.
+	up, synced, err := framework.Cached(c.cfg.UpstreamInformers, r.Upstream, key.Namespace, key.Name)
+	if err != nil || !synced {
 		return 0, err
 	}
 	var down *unstructured.Unstructured
 	if r.Selected {
-		downInf, ok := c.cfg.DownstreamInformers.Synced(r.Downstream)
-		if !ok {
-			return 0, nil // enqueued again when the downstream cache syncs
-		}
-		if down, err = framework.GetFromCache(downInf, key.Namespace, key.Name); err != nil {
+		if down, synced, err = framework.Cached(c.cfg.DownstreamInformers, r.Downstream, key.Namespace, key.Name); err != nil || !synced {
 			return 0, err
 		}
 	}
