@@ -134,9 +134,9 @@ func capLen(msg string, limit ...int) string {
 	return msg
 }
 
-// conditions computes the conditions for one SyncerConfig. Selection problems that name another
-// config are left to that config.
-func (s *Syncer) conditions(configName string) []condition {
+// conditions computes the conditions for one SyncerConfig from its own selection problems (those
+// that name another config are left to that config) and the conditions all configs share.
+func (s *Syncer) conditions(configName string, shared []condition) []condition {
 	var out []condition
 	st := s.snapshot()
 	var problems []string
@@ -151,7 +151,22 @@ func (s *Syncer) conditions(configName string) []condition {
 	} else {
 		out = append(out, condition{Type: ConditionSelectionValid, Status: "False", Reason: "SelectionProblems", Message: bounded(problems, len(problems))})
 	}
+	out = append(out, shared...)
+	ready := condition{Type: ConditionReady, Status: "True", Reason: "Syncing", Message: "The syncer is running and every condition holds."}
+	for _, c := range out {
+		if c.Status != "True" {
+			ready = condition{Type: ConditionReady, Status: "False", Reason: c.Reason, Message: "See condition " + c.Type + "."}
+			break
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Type < out[j].Type })
+	return append([]condition{ready}, out...)
+}
 
+// sharedConditions are the conditions that are the same on every SyncerConfig: objects failing or
+// in conflict, and reachability. The heartbeat computes them once per beat.
+func (s *Syncer) sharedConditions() []condition {
+	var out []condition
 	var examples []string
 	failing := 0
 	for _, q := range []interface{ Failures(int) (int, []string) }{s.downsync.queue, s.status.Queue(), s.upsync.Queue()} {
@@ -181,15 +196,7 @@ func (s *Syncer) conditions(configName string) []condition {
 				Message: bounded([]string{fmt.Sprintf("unreachable since %s: %s", since.UTC().Format(time.RFC3339), lastErr)}, 1)})
 		}
 	}
-	ready := condition{Type: ConditionReady, Status: "True", Reason: "Syncing", Message: "The syncer is running and every condition holds."}
-	for _, c := range out {
-		if c.Status != "True" {
-			ready = condition{Type: ConditionReady, Status: "False", Reason: c.Reason, Message: "See condition " + c.Type + "."}
-			break
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Type < out[j].Type })
-	return append([]condition{ready}, out...)
+	return out
 }
 
 // heartbeat writes lastSyncerHeartbeatTime and the conditions on every SyncerConfig (a merge patch
@@ -198,6 +205,7 @@ func (s *Syncer) heartbeat(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	now := metav1.Now().UTC().Format(time.RFC3339)
 	failed := 0
+	shared := s.sharedConditions()
 	for _, obj := range s.configInformer.GetStore().List() {
 		cfg, ok := obj.(*unstructured.Unstructured)
 		if !ok {
@@ -214,7 +222,7 @@ func (s *Syncer) heartbeat(ctx context.Context) {
 				}
 			}
 		}
-		conds := s.conditions(cfg.GetName())
+		conds := s.conditions(cfg.GetName(), shared)
 		for i := range conds {
 			if p, ok := previous[conds[i].Type]; ok && p.Status == conds[i].Status && p.LastTransitionTime != "" {
 				conds[i].LastTransitionTime = p.LastTransitionTime
