@@ -148,7 +148,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, out io.Writer) (*R
 
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: id, Labels: labels}, Rules: UpstreamRules(opts.RBAC, configs)}
 	fmt.Fprintf(out, "Creating or updating cluster role %q (%s RBAC: %d rules) for service account %q\n", id, opts.RBAC, len(role.Rules), id)
-	if err := createOrUpdate(ctx, func() error {
+	if err := createOrUpdate(func() error {
 		_, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
 		return err
 	}, func() error {
@@ -167,7 +167,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, out io.Writer) (*R
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: id},
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: id, Namespace: ns}}}
 	fmt.Fprintf(out, "Creating or updating cluster role binding %q\n", id)
-	if err := createOrUpdate(ctx, func() error {
+	if err := createOrUpdate(func() error {
 		_, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
 		return err
 	}, func() error {
@@ -196,7 +196,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, out io.Writer) (*R
 		Annotations:     map[string]string{corev1.ServiceAccountNameKey: id, "edge.kubestellar.io/token-expires": tr.Status.ExpirationTimestamp.UTC().Format(time.RFC3339)},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ServiceAccount", Name: id, UID: sa.UID}}},
 		Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"token": []byte(tr.Status.Token)}}
-	if err := createOrUpdate(ctx, func() error {
+	if err := createOrUpdate(func() error {
 		_, err := kube.CoreV1().Secrets(ns).Create(ctx, tokenSecret, metav1.CreateOptions{})
 		return err
 	}, func() error {
@@ -243,7 +243,8 @@ func merge(a, b map[string]string) map[string]string {
 	return out
 }
 
-func createOrUpdate(_ context.Context, create, update func() error) error {
+// createOrUpdate creates, or updates when the object exists already.
+func createOrUpdate(create, update func() error) error {
 	err := create()
 	if apierrors.IsAlreadyExists(err) {
 		return update()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,8 +16,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubestellar/syncer/pkg/mapping"
+	"github.com/kubestellar/syncer/test/support"
 	"github.com/kubestellar/syncer/test/testenv"
 )
 
@@ -403,12 +401,11 @@ type syncerProc struct {
 }
 
 func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := support.FreeAddr()
 	if err != nil {
 		panic(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
 func (b *bench) startSyncer(extra ...string) (*syncerProc, error) {
@@ -462,34 +459,7 @@ func scrape(url string, client *http.Client) (map[string]float64, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	return parseMetrics(resp.Body)
-}
-
-func parseMetrics(r io.Reader) (map[string]float64, error) {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(r)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]float64{}
-	for name, fam := range families {
-		for _, m := range fam.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
-			}
-			key := name + "{" + strings.Join(labels, ",") + "}"
-			switch {
-			case m.Counter != nil:
-				out[key] = m.Counter.GetValue()
-			case m.Gauge != nil:
-				out[key] = m.Gauge.GetValue()
-			case m.Untyped != nil:
-				out[key] = m.Untyped.GetValue()
-			}
-		}
-	}
-	return out, nil
+	return support.ParseMetrics(resp.Body)
 }
 
 // sumMatching sums the samples whose key starts with prefix and contains every part.
@@ -520,7 +490,7 @@ func apiserverMetrics(ctx context.Context, s *side) (map[string]float64, error) 
 	if err != nil {
 		return nil, err
 	}
-	return parseMetrics(strings.NewReader(string(data)))
+	return support.ParseMetrics(strings.NewReader(string(data)))
 }
 
 // syncerConfig creates or replaces the one SyncerConfig the bench uses.
@@ -540,20 +510,10 @@ func (b *bench) syncerConfig(ctx context.Context, spec map[string]interface{}) e
 	return err
 }
 
-func nsScope(namespaces []string, resources ...map[string]interface{}) map[string]interface{} {
-	ns := make([]interface{}, len(namespaces))
-	for i, n := range namespaces {
-		ns[i] = n
-	}
-	res := make([]interface{}, len(resources))
-	for i, r := range resources {
-		res[i] = r
-	}
-	return map[string]interface{}{"namespaceScope": map[string]interface{}{"namespaces": ns, "resources": res}}
-}
+var nsScope = support.NSScope
 
 func resourceOf(gvr schema.GroupVersionResource) map[string]interface{} {
-	return map[string]interface{}{"group": gvr.Group, "apiVersion": gvr.Version, "resource": gvr.Resource}
+	return support.Resource(gvr.Group, gvr.Version, gvr.Resource)
 }
 
 var ownedSelector = mapping.OwnerLabel + "=" + target

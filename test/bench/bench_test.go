@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubestellar/syncer/test/support"
 )
 
 func TestPercentile(t *testing.T) {
@@ -23,7 +25,7 @@ func TestFillRate(t *testing.T) {
 }
 
 func TestSumMatchingAndParse(t *testing.T) {
-	m, err := parseMetrics(strings.NewReader(`# TYPE apiserver_request_total counter
+	m, err := support.ParseMetrics(strings.NewReader(`# TYPE apiserver_request_total counter
 apiserver_request_total{verb="LIST",code="200"} 3
 apiserver_request_total{verb="WATCH",code="200"} 7
 apiserver_request_total{verb="PATCH",code="200"} 2

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -143,7 +144,7 @@ func (b *bench) recordChurn(scenario string, runs []churnResult) {
 }
 
 func mergePatch(ctx context.Context, s *side, gvr schema.GroupVersionResource, ns, name string, body map[string]interface{}, sub ...string) error {
-	data, err := jsonMarshal(body)
+	data, err := json.Marshal(body)
 	if err != nil {
 		return err
 	}

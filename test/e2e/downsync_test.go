@@ -12,23 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubestellar/syncer/pkg/mapping"
+	"github.com/kubestellar/syncer/test/support"
 )
 
-func nsScope(namespaces []string, resources ...map[string]interface{}) map[string]interface{} {
-	ns := make([]interface{}, len(namespaces))
-	for i, n := range namespaces {
-		ns[i] = n
-	}
-	res := make([]interface{}, len(resources))
-	for i, r := range resources {
-		res[i] = r
-	}
-	return map[string]interface{}{"namespaceScope": map[string]interface{}{"namespaces": ns, "resources": res}}
-}
-
-func resource(group, version, res string) map[string]interface{} {
-	return map[string]interface{}{"group": group, "apiVersion": version, "resource": res}
-}
+var (
+	nsScope  = support.NSScope
+	resource = support.Resource
+)
 
 func hasMark(o *unstructured.Unstructured) (bool, string) {
 	want := mapping.MarkOf(o)

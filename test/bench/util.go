@@ -1,5 +1,0 @@
-package main
-
-import "encoding/json"
-
-func jsonMarshal(v interface{}) ([]byte, error) { return json.Marshal(v) }

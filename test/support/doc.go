@@ -1,0 +1,3 @@
+// Package support holds helpers shared by the end-to-end tests (test/e2e) and the benchmark
+// (test/bench): reading Prometheus text exposition, building SyncerConfig specs, free ports.
+package support
