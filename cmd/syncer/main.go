@@ -98,13 +98,38 @@ func run(opts *options.Options) error {
 		return err
 	}
 
-	errCh := make(chan error, 3)
-	var servers []*http.Server
 	var leading atomic.Bool
 	var watchdog *leaderelection.HealthzAdaptor
 	if opts.LeaderElect {
 		watchdog = leaderelection.NewLeaderHealthzAdaptor(opts.LeaderElectRenewDeadline)
 	}
+	h := health{ready: s.Ready, standby: func() bool { return opts.LeaderElect && !leading.Load() }, watchdog: watchdog}
+	components, err := servers(opts, reg, h)
+	if err != nil {
+		return err
+	}
+
+	logger.Info("Starting syncer", "upstream", upCfg.Host, "downstream", downCfg.Host, "syncTargetUID", opts.SyncTargetUID)
+	engine := component{name: "engine", run: s.Run}
+	if opts.LeaderElect {
+		lock, err := leaseLock(opts, downCfg)
+		if err != nil {
+			return err
+		}
+		le := leaderElection{lock: lock, leaseDuration: opts.LeaderElectLeaseDuration, renewDeadline: opts.LeaderElectRenewDeadline,
+			retryPeriod: opts.LeaderElectRetryPeriod, watchdog: watchdog, metrics: m, leading: &leading}
+		engine.run = func(ctx context.Context) error { return le.run(ctx, s.Run) }
+	} else {
+		m.Leader.Set(1)
+	}
+	err = runAll(ctx, append(components, engine)...)
+	logger.Info("Syncer stopped")
+	return err
+}
+
+// servers are the metrics and health-probe servers the flags ask for.
+func servers(opts *options.Options, reg *prometheus.Registry, h health) ([]component, error) {
+	var out []component
 	if addr := opts.MetricsBindAddress; addr != "0" && addr != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
@@ -112,117 +137,61 @@ func run(opts *options.Options) error {
 			mux.HandleFunc("/debug/pprof/", pprof.Index)
 			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		}
-		srv, err := serve(ctx, "metrics", addr, mux, errCh)
+		c, err := server("metrics", addr, mux)
 		if err != nil {
-			return fmt.Errorf("--metrics-bind-address: %w", err)
+			return nil, fmt.Errorf("--metrics-bind-address: %w", err)
 		}
-		servers = append(servers, srv)
+		out = append(out, c)
 	}
 	if addr := opts.HealthProbeBindAddress; addr != "0" && addr != "" {
-		h := health{ready: s.Ready, standby: func() bool { return opts.LeaderElect && !leading.Load() }, watchdog: watchdog}
-		srv, err := serve(ctx, "health probes", addr, h.mux(), errCh)
+		c, err := server("health probes", addr, h.mux())
 		if err != nil {
-			return fmt.Errorf("--health-probe-bind-address: %w", err)
+			return nil, fmt.Errorf("--health-probe-bind-address: %w", err)
 		}
-		servers = append(servers, srv)
+		out = append(out, c)
 	}
-
-	logger.Info("Starting syncer", "upstream", upCfg.Host, "downstream", downCfg.Host, "syncTargetUID", opts.SyncTargetUID)
-	if opts.LeaderElect {
-		go func() { errCh <- runLeaderElected(ctx, opts, downCfg, s, m, &leading, watchdog) }()
-	} else {
-		m.Leader.Set(1)
-		go func() { errCh <- s.Run(ctx) }()
-	}
-	var runErr error
-	select {
-	case runErr = <-errCh:
-		cancel()
-	case <-ctx.Done():
-		runErr = <-errCh // the engine returns once its workers have stopped
-	}
-	for _, srv := range servers {
-		shutdownCtx, done := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = srv.Shutdown(shutdownCtx)
-		done()
-	}
-	if errors.Is(runErr, context.Canceled) {
-		runErr = nil
-	}
-	logger.Info("Syncer stopped")
-	return runErr
+	return out, nil
 }
 
-// serve listens on addr and serves mux until ctx is done; a serving error goes to errCh.
-func serve(ctx context.Context, what, addr string, mux http.Handler, errCh chan<- error) (*http.Server, error) {
+// server listens on addr now (so that a busy port is an error at start) and returns the component
+// that serves mux until its context is done, then shuts down gracefully.
+func server(what, addr string, mux http.Handler) (component, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, err
+		return component{}, err
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	klog.FromContext(ctx).Info("Serving "+what, "address", ln.Addr().String())
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errCh <- fmt.Errorf("%s server: %w", what, err)
+	return component{name: what, run: func(ctx context.Context) error {
+		klog.FromContext(ctx).Info("Serving "+what, "address", ln.Addr().String())
+		failed := make(chan error, 1)
+		go func() { failed <- srv.Serve(ln) }()
+		select {
+		case err := <-failed:
+			return fmt.Errorf("%s server: %w", what, err)
+		case <-ctx.Done():
 		}
-	}()
-	return srv, nil
+		shutdownCtx, done := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer done()
+		if err := srv.Shutdown(shutdownCtx); err != nil {
+			return fmt.Errorf("%s server shutdown: %w", what, err)
+		}
+		return nil
+	}}, nil
 }
 
-// runLeaderElected runs the engine while this process holds the Lease at the edge. Losing the Lease
-// stops the engine and returns an error, so that the process exits and its restart competes again
-// (as kube-controller-manager does); a standby watches and writes nothing.
-func runLeaderElected(ctx context.Context, opts *options.Options, downCfg *rest.Config, s *syncer.Syncer, m *metrics.Metrics,
-	leading *atomic.Bool, watchdog *leaderelection.HealthzAdaptor) error {
-	logger := klog.FromContext(ctx)
+// leaseLock is the Lease at the edge that leader election holds.
+func leaseLock(opts *options.Options, downCfg *rest.Config) (resourcelock.Interface, error) {
 	kube, err := kubernetes.NewForConfig(downCfg)
 	if err != nil {
-		return fmt.Errorf("downstream client for leader election: %w", err)
+		return nil, fmt.Errorf("downstream client for leader election: %w", err)
 	}
 	host, _ := os.Hostname()
-	id := host + "_" + string(uuid.NewUUID())
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, opts.LeaderElectNamespace, opts.LeaderElectLeaseName,
-		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
+		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())})
 	if err != nil {
-		return fmt.Errorf("leader election lock: %w", err)
+		return nil, fmt.Errorf("leader election lock: %w", err)
 	}
-	engineDone := make(chan error, 1)
-	var started atomic.Bool
-	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: lock, Name: opts.LeaderElectLeaseName, ReleaseOnCancel: true, WatchDog: watchdog,
-		LeaseDuration: opts.LeaderElectLeaseDuration, RenewDeadline: opts.LeaderElectRenewDeadline, RetryPeriod: opts.LeaderElectRetryPeriod,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(lctx context.Context) {
-				started.Store(true)
-				leading.Store(true)
-				m.Leader.Set(1)
-				logger.Info("Leading: starting the engine", "lease", opts.LeaderElectNamespace+"/"+opts.LeaderElectLeaseName, "identity", id)
-				engineDone <- s.Run(lctx)
-			},
-			OnStoppedLeading: func() {
-				leading.Store(false)
-				m.Leader.Set(0)
-			},
-			OnNewLeader: func(identity string) {
-				if identity != id {
-					logger.Info("Standing by; another syncer leads", "leader", identity)
-				}
-			},
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("leader election: %w", err)
-	}
-	logger.Info("Waiting to lead", "lease", opts.LeaderElectNamespace+"/"+opts.LeaderElectLeaseName, "identity", id)
-	le.Run(ctx)
-	if !started.Load() {
-		return ctx.Err()
-	}
-	engineErr := <-engineDone
-	if ctx.Err() == nil {
-		return fmt.Errorf("lost the Lease %s/%s; exiting so that a restart competes again", opts.LeaderElectNamespace, opts.LeaderElectLeaseName)
-	}
-	return engineErr
+	return lock, nil
 }
 
 func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics.Metrics) (syncer.Config, error) {

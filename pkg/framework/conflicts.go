@@ -6,18 +6,19 @@ import (
 	"sync"
 
 	"k8s.io/klog/v2"
+
+	"github.com/kubestellar/syncer/pkg/logging"
+	"github.com/kubestellar/syncer/pkg/problem"
 )
 
-// ConflictLog reports each conflict with an object the syncer does not own once at level 0 (an
-// error a user must see), then only at the given verbosity while it lasts.
+// ConflictLog remembers the keys blocked by an object the syncer does not own. Each is reported once
+// at level 0 (an error a user must see), then only at logging.Skip while it lasts.
 type ConflictLog struct {
-	Verbosity klog.Level
-
 	mu   sync.Mutex
 	seen map[Key]string
 }
 
-// Report logs the conflict of a key; the same reason again is logged at Verbosity only. It tells
+// Report logs the conflict of a key; the same reason again is logged at logging.Skip only. It tells
 // whether this was the first report of that reason.
 func (l *ConflictLog) Report(ctx context.Context, key Key, reason string) bool {
 	l.mu.Lock()
@@ -31,24 +32,9 @@ func (l *ConflictLog) Report(ctx context.Context, key Key, reason string) bool {
 	if first {
 		logger.Error(nil, reason)
 	} else {
-		logger.V(int(l.Verbosity)).Info(reason)
+		logger.V(logging.Skip).Info(reason)
 	}
 	return first
-}
-
-// Count returns how many keys are in conflict, and up to limit of them, sorted.
-func (l *ConflictLog) Count(limit int) (int, []string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := make([]string, 0, len(l.seen))
-	for key := range l.seen {
-		out = append(out, key.String()+": in conflict with an object the syncer does not own")
-	}
-	sort.Strings(out)
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return len(l.seen), out
 }
 
 // Clear forgets a key's conflict.
@@ -56,4 +42,43 @@ func (l *ConflictLog) Clear(key Key) {
 	l.mu.Lock()
 	delete(l.seen, key)
 	l.mu.Unlock()
+}
+
+// Prune forgets the conflicts of keys for which keep is false: keys whose resource or object left
+// the selection are never processed again, so nothing else would clear them.
+func (l *ConflictLog) Prune(keep func(Key) bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k := range l.seen {
+		if !keep(k) {
+			delete(l.seen, k)
+		}
+	}
+}
+
+// Problems returns how many keys are in conflict, and up to limit of them as problems, sorted.
+func (l *ConflictLog) Problems(limit int) (int, []problem.Problem) {
+	l.mu.Lock()
+	keys := make([]Key, 0, len(l.seen))
+	for k := range l.seen {
+		keys = append(keys, k)
+	}
+	l.mu.Unlock()
+	return len(keys), keyProblems(keys, limit, func(Key) (problem.Kind, string) {
+		return problem.Conflict, "in conflict with an object the syncer does not own"
+	})
+}
+
+// keyProblems sorts keys and turns up to limit of them into problems.
+func keyProblems(keys []Key, limit int, what func(Key) (problem.Kind, string)) []problem.Problem {
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	if len(keys) > limit {
+		keys = keys[:limit]
+	}
+	out := make([]problem.Problem, len(keys))
+	for i, k := range keys {
+		kind, reason := what(k)
+		out[i] = problem.Problem{Kind: kind, Resource: k.GVR.GroupResource(), Object: k.ObjectName(), Reason: reason}
+	}
+	return out
 }

@@ -1,4 +1,6 @@
-// Package framework is the syncer's small controller framework: the typed key every queue uses, a
-// named rate-limited queue whose workers own retries, and cache helpers. The downsync, status and
-// upsync controllers are built on it.
+// Package framework is the syncer's small controller framework, shared by the downsync, status and
+// upsync controllers: the typed key every queue uses, a named rate-limited queue whose workers own
+// retries, read helpers for informer caches, and the one write path of the three directions (deleting
+// an owned object, reporting conflicts, counting and logging writes). It knows nothing of the
+// selection and makes no decision about what to write.
 package framework

@@ -2,39 +2,26 @@ package framework
 
 import (
 	"context"
-	"fmt"
-	"sort"
+	"errors"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/kubestellar/syncer/pkg/logging"
+	"github.com/kubestellar/syncer/pkg/problem"
 )
-
-// Key identifies one object of one resource. Controllers choose which side's version the GVR names
-// so that events from both sides for one object meet in one key.
-type Key struct {
-	GVR       schema.GroupVersionResource
-	Namespace string
-	Name      string
-}
-
-func (k Key) String() string {
-	if k.Namespace == "" {
-		return k.GVR.String() + " " + k.Name
-	}
-	return k.GVR.String() + " " + k.Namespace + "/" + k.Name
-}
 
 // ProcessFunc handles one key. A non-nil error retries the key with backoff; a positive duration
 // looks at it again after that delay for a reason that is not an error.
 type ProcessFunc func(ctx context.Context, key Key) (requeueAfter time.Duration, err error)
+
+// maxFailureLen bounds the error text kept per failing key.
+const maxFailureLen = 300
 
 // Queue is a named, rate-limited work queue with its workers. It remembers when each key was
 // first added since it was last processed successfully (for sync latency) and which keys are
@@ -76,30 +63,22 @@ func (q *Queue) Add(key Key) {
 	q.queue.Add(key)
 }
 
-// AddAfter enqueues a key after a delay.
-func (q *Queue) AddAfter(key Key, d time.Duration) { q.queue.AddAfter(key, d) }
-
-// Len is the number of keys waiting.
-func (q *Queue) Len() int { return q.queue.Len() }
-
 // Run starts the workers and blocks until ctx is done and they have exited.
 func (q *Queue) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
+	defer utilruntime.HandleCrashWithContext(ctx)
 	logger := klog.FromContext(ctx).WithValues("controller", q.name)
 	ctx = klog.NewContext(ctx, logger)
 	if workers < 1 {
 		workers = 1
 	}
 	var wg sync.WaitGroup
-	for i := 0; i < workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range workers {
+		wg.Go(func() {
 			wait.UntilWithContext(ctx, func(ctx context.Context) {
 				for q.processNext(ctx) {
 				}
 			}, time.Second)
-		}()
+		})
 	}
 	<-ctx.Done()
 	q.queue.ShutDown()
@@ -120,29 +99,29 @@ func (q *Queue) processNext(ctx context.Context) bool {
 	observed, hasObserved := q.observed[key]
 	delete(q.observed, key) // a change arriving while this runs is observed anew
 	q.mu.Unlock()
+
 	logger := klog.FromContext(ctx).WithValues("key", key.String())
 	pctx := klog.NewContext(ctx, logger)
 	if hasObserved {
 		pctx = context.WithValue(pctx, observedKey{}, observed)
 	}
 	requeueAfter, err := q.process(pctx, key)
-	q.mu.Lock()
-	if err != nil {
-		msg := err.Error()
-		if len(msg) > 300 {
-			msg = msg[:300] + "..."
-		}
-		q.failures[key] = msg
-		if _, newer := q.observed[key]; hasObserved && !newer {
-			q.observed[key] = observed // the change is still not applied
-		}
-	} else {
-		delete(q.failures, key)
+
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		// Shutdown cancelled the request: not a failure, and nobody is left to retry it.
+		logger.V(logging.Detail).Info("Sync interrupted by shutdown")
+		q.queue.Forget(key)
+		return true
 	}
-	q.mu.Unlock()
+	repeated := q.recordOutcome(key, err, observed, hasObserved)
 	switch {
 	case err != nil:
-		logger.Error(err, "Sync failed; will retry", "retries", q.queue.NumRequeues(key))
+		if repeated && Permanent(err) {
+			// Refused for good, and said so already: retried quietly until the edge or the object changes.
+			logger.V(logging.Skip).Info("Sync failed again; will retry", "err", err, "retries", q.queue.NumRequeues(key))
+		} else {
+			logger.Error(err, "Sync failed; will retry", "retries", q.queue.NumRequeues(key))
+		}
 		q.queue.AddRateLimited(key)
 	case requeueAfter > 0:
 		q.queue.Forget(key)
@@ -151,6 +130,27 @@ func (q *Queue) processNext(ctx context.Context) bool {
 		q.queue.Forget(key)
 	}
 	return true
+}
+
+// recordOutcome remembers a failing key's error (or forgets it on success) and, when the change is
+// still not applied, when it was observed. It tells whether the key failed the same way last time.
+func (q *Queue) recordOutcome(key Key, err error, observed time.Time, hasObserved bool) (repeated bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if err == nil {
+		delete(q.failures, key)
+		return false
+	}
+	msg := err.Error()
+	if len(msg) > maxFailureLen {
+		msg = msg[:maxFailureLen] + "..."
+	}
+	prev, had := q.failures[key]
+	q.failures[key] = msg
+	if _, newer := q.observed[key]; hasObserved && !newer {
+		q.observed[key] = observed // the change is still not applied
+	}
+	return had && prev == msg
 }
 
 type observedKey struct{}
@@ -165,70 +165,28 @@ func ObservedSince(ctx context.Context) (time.Duration, bool) {
 	return time.Since(t), true
 }
 
-// Failures returns how many keys failed on their last attempt, and up to limit of them with their
-// errors, sorted.
-func (q *Queue) Failures(limit int) (int, []string) {
+// Failures returns how many keys failed on their last attempt, and up to limit of them as problems
+// (with their errors), sorted.
+func (q *Queue) Failures(limit int) (int, []problem.Problem) {
+	q.mu.Lock()
+	keys := make([]Key, 0, len(q.failures))
+	msgs := make(map[Key]string, len(q.failures))
+	for k, msg := range q.failures {
+		keys = append(keys, k)
+		msgs[k] = msg
+	}
+	q.mu.Unlock()
+	return len(keys), keyProblems(keys, limit, func(k Key) (problem.Kind, string) { return problem.SyncFailed, msgs[k] })
+}
+
+// Prune forgets the failures of keys for which keep is false (their resource or object left the
+// selection).
+func (q *Queue) Prune(keep func(Key) bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	out := make([]string, 0, len(q.failures))
-	for k, msg := range q.failures {
-		out = append(out, k.String()+": "+msg)
+	for k := range q.failures {
+		if !keep(k) {
+			delete(q.failures, k)
+		}
 	}
-	sort.Strings(out)
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return len(q.failures), out
-}
-
-// GetFromCache reads one object from an informer's store; nil when absent. It returns the cache's
-// object: callers must not mutate it.
-func GetFromCache(inf cache.SharedIndexInformer, namespace, name string) (*unstructured.Unstructured, error) {
-	k := name
-	if namespace != "" {
-		k = namespace + "/" + name
-	}
-	obj, exists, err := inf.GetIndexer().GetByKey(k)
-	if err != nil || !exists {
-		return nil, err
-	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil, fmt.Errorf("unexpected %T in cache", obj)
-	}
-	return u, nil
-}
-
-// ObjectOf unwraps an informer event's object (tombstones included); nil if it is not unstructured.
-func ObjectOf(obj interface{}) *unstructured.Unstructured {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	u, _ := obj.(*unstructured.Unstructured)
-	return u
-}
-
-// Informers gives a side's synced informers by GVR; informermanager.Manager implements it.
-type Informers interface {
-	Synced(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, bool)
-}
-
-// ObserveLatency records on o the seconds since the change being processed was observed, if known.
-// Controllers call it after the write that applied the change.
-func ObserveLatency(ctx context.Context, o interface{ Observe(float64) }) {
-	if d, ok := ObservedSince(ctx); ok {
-		o.Observe(d.Seconds())
-	}
-}
-
-// Cached reads one object from a side's synced informer for gvr: nil when absent. synced is false
-// while that informer is not running or not synced yet (its sync enqueues everything again, so
-// callers just return). The object is the cache's: callers must not mutate it.
-func Cached(infs Informers, gvr schema.GroupVersionResource, namespace, name string) (obj *unstructured.Unstructured, synced bool, err error) {
-	inf, ok := infs.Synced(gvr)
-	if !ok {
-		return nil, false, nil
-	}
-	obj, err = GetFromCache(inf, namespace, name)
-	return obj, true, err
 }

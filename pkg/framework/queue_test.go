@@ -9,7 +9,11 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 )
 
 var cm = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
@@ -50,9 +54,13 @@ func TestQueueRetriesAndRemembers(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("flaky key not retried to success")
 	}
-	time.Sleep(50 * time.Millisecond)
+	// The flaky key's success is recorded right after its process returns.
+	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		n, _ := q.Failures(5)
+		return n == 1, nil
+	})
 	n, examples := q.Failures(5)
-	if n != 1 || len(examples) != 1 || !strings.Contains(examples[0], "a/bad: refused") {
+	if err != nil || n != 1 || len(examples) != 1 || !strings.Contains(examples[0].String(), "configmaps a/bad: refused") {
 		t.Errorf("failures = %d %v, want only a/bad", n, examples)
 	}
 	mu.Lock()
@@ -76,17 +84,96 @@ func TestFailuresAreBounded(t *testing.T) {
 	for i := 0; i < 1000; i++ {
 		q.queue.Add(Key{GVR: cm, Namespace: "a", Name: fmt.Sprintf("o%04d", i)})
 	}
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	ctx := klog.NewContext(context.Background(), logger)
 	for i := 0; i < 1000; i++ {
-		q.processNext(context.Background())
+		q.processNext(ctx)
 	}
 	n, examples := q.Failures(5)
 	if n != 1000 || len(examples) != 5 {
 		t.Fatalf("failures %d, examples %d", n, len(examples))
 	}
 	for _, e := range examples {
-		if len(e) > 400 {
-			t.Errorf("example of %d characters", len(e))
+		if len(e.String()) > 400 {
+			t.Errorf("example of %d characters", len(e.String()))
 		}
 	}
 	q.ShutDown()
+}
+
+func TestKeyPrintsAsKubectl(t *testing.T) {
+	for _, tc := range []struct {
+		key  Key
+		want string
+	}{
+		{Key{GVR: cm, Namespace: "demo", Name: "greeting"}, "configmaps demo/greeting"},
+		{Key{GVR: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, Namespace: "demo", Name: "web"}, "deployments.apps demo/web"},
+		{Key{GVR: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, Name: "demo"}, "namespaces demo"},
+		{Key{Cluster: "root:ws", GVR: cm, Namespace: "demo", Name: "x"}, "configmaps root:ws|demo/x"},
+	} {
+		if got := tc.key.String(); got != tc.want {
+			t.Errorf("%#v prints %q, want %q", tc.key, got, tc.want)
+		}
+	}
+}
+
+// logOf runs process once per key added, with a logger that records to a buffer, and returns what
+// was logged at level 0 (errors included) and at every level.
+func logOf(t *testing.T, process ProcessFunc, ctxOf func(context.Context) context.Context, keys ...Key) (errors string) {
+	t.Helper()
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true), ktesting.Verbosity(5)))
+	ctx := ctxOf(klog.NewContext(context.Background(), logger))
+	q := NewQueue("test", nil, process)
+	for _, k := range keys {
+		q.queue.Add(k)
+		q.processNext(ctx)
+	}
+	q.ShutDown()
+	var b strings.Builder
+	for _, e := range logger.GetSink().(ktesting.Underlier).GetBuffer().Data() {
+		if e.Type == ktesting.LogError {
+			b.WriteString(e.Message + "\n")
+		}
+	}
+	return b.String()
+}
+
+// TestShutdownIsNotAFailure is the regression test of a request cancelled by shutdown being logged at
+// error level as "Sync failed; will retry".
+func TestShutdownIsNotAFailure(t *testing.T) {
+	cancelled := func(ctx context.Context) context.Context {
+		ctx, cancel := context.WithCancel(ctx)
+		cancel()
+		return ctx
+	}
+	process := func(ctx context.Context, _ Key) (time.Duration, error) {
+		return 0, fmt.Errorf("applying downstream: %w", ctx.Err())
+	}
+	if errs := logOf(t, process, cancelled, Key{GVR: cm, Name: "x"}); errs != "" {
+		t.Errorf("a shutdown was logged as an error:\n%s", errs)
+	}
+	// A cancellation that is not the shutdown's is still a failure.
+	live := func(ctx context.Context) context.Context { return ctx }
+	canceledElsewhere := func(context.Context, Key) (time.Duration, error) { return 0, context.Canceled }
+	if errs := logOf(t, canceledElsewhere, live, Key{GVR: cm, Name: "x"}); !strings.Contains(errs, "Sync failed") {
+		t.Errorf("a failure while running was not logged: %q", errs)
+	}
+}
+
+// TestRefusedWriteLoggedOnce is the regression test of a write refused for good logged at error level
+// on every retry: once, then quietly while it is the same refusal; a different refusal is new.
+func TestRefusedWriteLoggedOnce(t *testing.T) {
+	refusal := "denied by the edge's policy"
+	process := func(context.Context, Key) (time.Duration, error) {
+		return 0, apierrors.NewForbidden(cm.GroupResource(), "x", errors.New(refusal))
+	}
+	live := func(ctx context.Context) context.Context { return ctx }
+	k := Key{GVR: cm, Namespace: "a", Name: "x"}
+	if errs := logOf(t, process, live, k, k, k, k); strings.Count(errs, "Sync failed") != 1 {
+		t.Errorf("refused write logged %d times at error level, want once:\n%s", strings.Count(errs, "Sync failed"), errs)
+	}
+	transient := func(context.Context, Key) (time.Duration, error) { return 0, errors.New("connection refused") }
+	if errs := logOf(t, transient, live, k, k); strings.Count(errs, "Sync failed") != 2 {
+		t.Errorf("transient failures logged %d times at error level, want every time", strings.Count(errs, "Sync failed"))
+	}
 }

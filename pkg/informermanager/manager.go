@@ -17,8 +17,6 @@ import (
 type Spec struct {
 	// LabelSelector restricts the informer to matching objects; empty means all.
 	LabelSelector string
-	// Transform, when set, reduces each object before it is cached (after managedFields are dropped).
-	Transform cache.TransformFunc
 }
 
 // Handlers builds the event handler for a resource's informer, and is told when its cache has synced.
@@ -36,6 +34,7 @@ type Manager struct {
 
 	mu        sync.Mutex
 	ctx       context.Context
+	stopped   bool // Stop was called: nothing starts again
 	informers map[schema.GroupVersionResource]*entry
 }
 
@@ -57,6 +56,9 @@ func New(side string, client dynamic.Interface, handlers Handlers, resync time.D
 func (m *Manager) Start(ctx context.Context) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.stopped {
+		return
+	}
 	m.ctx = ctx
 	for gvr, e := range m.informers {
 		m.run(gvr, e)
@@ -64,9 +66,14 @@ func (m *Manager) Start(ctx context.Context) {
 }
 
 // Set makes the running informers exactly those of desired: it starts the missing ones, stops those no
-// longer wanted, and restarts those whose Spec changed. It returns the resources it started.
+// longer wanted, and restarts those whose Spec changed. It returns the resources it started. After
+// Stop it does nothing.
 func (m *Manager) Set(desired map[schema.GroupVersionResource]Spec) []schema.GroupVersionResource {
 	m.mu.Lock()
+	if m.stopped {
+		m.mu.Unlock()
+		return nil
+	}
 	var stopped []*entry
 	for gvr, e := range m.informers {
 		if spec, ok := desired[gvr]; !ok || spec.LabelSelector != e.spec.LabelSelector {
@@ -98,13 +105,9 @@ func (m *Manager) newEntry(gvr schema.GroupVersionResource, spec Spec) *entry {
 	inf := dynamicinformer.NewFilteredDynamicInformer(m.client, gvr, metav1.NamespaceAll, m.resync,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		func(o *metav1.ListOptions) { o.LabelSelector = selector }).Informer()
-	transform := spec.Transform
 	_ = inf.SetTransform(func(obj interface{}) (interface{}, error) {
 		if acc, ok := obj.(metav1.Object); ok {
 			acc.SetManagedFields(nil)
-		}
-		if transform != nil {
-			return transform(obj)
 		}
 		return obj, nil
 	})
@@ -130,7 +133,7 @@ func (m *Manager) run(gvr schema.GroupVersionResource, e *entry) {
 	}()
 	go func() {
 		defer e.done.Done()
-		if cache.WaitForCacheSync(ctx.Done(), e.informer.HasSynced) && m.handlers != nil {
+		if cache.WaitForNamedCacheSyncWithContext(ctx, e.informer.HasSynced) && m.handlers != nil {
 			logger.V(2).Info("Informer synced")
 			m.handlers.Synced(gvr)
 		}
@@ -150,9 +153,10 @@ func (e *entry) stop() {
 	e.done.Wait()
 }
 
-// Stop stops every informer and waits for them.
+// Stop stops every informer and waits for them; the manager starts nothing afterwards.
 func (m *Manager) Stop() {
 	m.mu.Lock()
+	m.stopped = true
 	entries := m.informers
 	m.informers = map[schema.GroupVersionResource]*entry{}
 	m.mu.Unlock()

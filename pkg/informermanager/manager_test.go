@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/cache"
 )
@@ -56,12 +57,10 @@ func cm(ns, name string) *unstructured.Unstructured {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 
@@ -77,6 +76,14 @@ func TestAddRemoveReAdd(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m.Start(ctx)
+	// A control informer on the same resource that stays: once it has seen an object, a removed
+	// informer whose handler were still attached would have seen it too.
+	control := &recorder{events: map[schema.GroupVersionResource]int{}, synced: map[schema.GroupVersionResource]int{}}
+	cm2 := New("control", client, control, 0)
+	cm2.Start(ctx)
+	defer cm2.Stop()
+	cm2.Set(map[schema.GroupVersionResource]Spec{cms: {}})
+	waitFor(t, "control sync", func() bool { _, s := control.counts(cms); return s == 1 })
 
 	baseline := runtime.NumGoroutine()
 	for round := 1; round <= 3; round++ {
@@ -93,10 +100,11 @@ func TestAddRemoveReAdd(t *testing.T) {
 			t.Fatal("a removed informer is still listed")
 		}
 		events, _ := rec.counts(cms)
+		seen, _ := control.counts(cms)
 		if _, err := client.Resource(cms).Namespace("a").Create(ctx, cm("a", "after-removal-"+string(rune('0'+round))), metav1CreateOptions()); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		waitFor(t, "the control informer to see the new object", func() bool { n, _ := control.counts(cms); return n > seen })
 		if after, _ := rec.counts(cms); after != events {
 			t.Fatalf("round %d: a removed informer's handler still got %d events", round, after-events)
 		}
@@ -134,6 +142,24 @@ func TestTransformDropsManagedFields(t *testing.T) {
 	got := inf.GetStore().List()[0].(*unstructured.Unstructured)
 	if len(got.GetManagedFields()) != 0 {
 		t.Fatal("managedFields kept in the cache")
+	}
+}
+
+// TestNothingStartsAfterStop is the regression test of an informer started after Stop: the engine's
+// resolver may still call Set while shutting down, and nothing may run then.
+func TestNothingStartsAfterStop(t *testing.T) {
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(), map[schema.GroupVersionResource]string{cms: "ConfigMapList"})
+	m := New("test", client, nil, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m.Start(ctx)
+	m.Stop()
+	if started := m.Set(map[schema.GroupVersionResource]Spec{cms: {}}); len(started) != 0 || len(m.Running()) != 0 {
+		t.Fatalf("started %v after Stop; running %v", started, m.Running())
+	}
+	m.Start(ctx)
+	if len(m.Running()) != 0 {
+		t.Fatalf("running after a Start that followed Stop: %v", m.Running())
 	}
 }
 

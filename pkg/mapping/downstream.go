@@ -15,6 +15,9 @@ import (
 type Options struct {
 	// OwnerLabelValue is the value of OwnerLabel on every downstream object the syncer writes.
 	OwnerLabelValue string
+	// Cluster is the logical cluster (kcp workspace) the upstream object lives in, when the syncer
+	// serves several; it is recorded in ClusterAnnotation. Empty for one workspace.
+	Cluster string
 }
 
 // metadataFromSource are the metadata fields that belong to the cluster the object was read from.
@@ -55,6 +58,9 @@ func ToDownstream(up *unstructured.Unstructured, opts Options) (*unstructured.Un
 		}
 	}
 	annotations[DownsyncedAnnotation] = MarkOf(out)
+	if opts.Cluster != "" {
+		annotations[ClusterAnnotation] = opts.Cluster
+	}
 	labels := out.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}

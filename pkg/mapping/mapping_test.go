@@ -277,3 +277,27 @@ func TestToUpstream(t *testing.T) {
 		t.Error("StatusEqual on absent/empty status")
 	}
 }
+
+// TestClusterRecorded: a logical cluster, when given, is recorded in the marks and survives the
+// digest; without one nothing is added, so single-workspace objects keep their marks unchanged.
+func TestClusterRecorded(t *testing.T) {
+	up := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]interface{}{"name": "x", "namespace": "a"}}}
+	one, err := ToDownstream(up, Options{OwnerLabelValue: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := one.GetAnnotations()[ClusterAnnotation]; ok || ClusterOf(one) != "" {
+		t.Errorf("single workspace got a cluster mark: %v", one.GetAnnotations())
+	}
+	many, err := ToDownstream(up, Options{OwnerLabelValue: "t", Cluster: "root:ws1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ClusterOf(many) != "root:ws1" || !OwnedDownstream(many) {
+		t.Errorf("cluster mark %q, owned %v", ClusterOf(many), OwnedDownstream(many))
+	}
+	if many.GetAnnotations()[HashAnnotation] == one.GetAnnotations()[HashAnnotation] {
+		t.Error("the digest does not cover the cluster mark")
+	}
+}

@@ -25,7 +25,13 @@ const (
 	// OwnerLabel lets the syncer watch only the downstream objects it owns. Its value identifies the
 	// syncer (its sync target), so that two syncers can share an edge cluster.
 	OwnerLabel = "edge.kubestellar.io/downsynced-by"
+	// ClusterAnnotation records, on a downstream object, the logical cluster (kcp workspace) of its
+	// upstream object when the syncer serves several workspaces. Absent for a single workspace.
+	ClusterAnnotation = "edge.kubestellar.io/upstream-cluster"
 )
+
+// ClusterOf is the logical cluster recorded on a downstream object; empty for a single workspace.
+func ClusterOf(obj *unstructured.Unstructured) string { return obj.GetAnnotations()[ClusterAnnotation] }
 
 // Mark is the value of DownsyncedAnnotation (and UpsyncedAnnotation) for an object.
 func Mark(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }

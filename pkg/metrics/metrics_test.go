@@ -104,7 +104,8 @@ func TestReachabilityFromTransport(t *testing.T) {
 		t.Errorf("reachable = %v after a response", got)
 	}
 	srv.Close()
-	if _, err := client.Get(url + "/api"); err == nil {
+	if resp, err := client.Get(url + "/api"); err == nil {
+		resp.Body.Close()
 		t.Fatal("request to a closed server succeeded")
 	}
 	ok, lastErr, since := m.Reachability("upstream")

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/kubestellar/syncer/pkg/problem"
 )
 
 // APIResource is one resource served by an apiserver at one version.
@@ -133,10 +135,10 @@ func (r *Resource) ServedDownstream() bool { return !r.Downstream.GVR.Empty() }
 // resource of the group) and pairs each resource with the version the edge serves. Requests that
 // name no served resource, or a resource of the wrong scope, are returned as problems; the rest is
 // resolved regardless.
-func Resolve(sel *Selection, up, down *Index) (map[schema.GroupResource]*Resource, []string) {
+func Resolve(sel *Selection, up, down *Index) (map[schema.GroupResource]*Resource, []problem.Problem) {
 	out := map[schema.GroupResource]*Resource{}
-	var problems []string
-	add := func(r APIResource) {
+	var problems []problem.Problem
+	add := func(req Request, r APIResource) {
 		gr := r.GVR.GroupResource()
 		if _, ok := out[gr]; ok {
 			return
@@ -146,7 +148,8 @@ func Resolve(sel *Selection, up, down *Index) (map[schema.GroupResource]*Resourc
 		if d, ok := down.byGR[gr][r.GVR.Version]; ok {
 			res.Downstream = d
 		} else if len(down.byGR[gr]) > 0 {
-			problems = append(problems, fmt.Sprintf("resource %q is served downstream, but not at version %s", gr, r.GVR.Version))
+			problems = append(problems, req.problems(problem.NotServedDownstream, gr,
+				fmt.Sprintf("resource %q is served downstream, but not at version %s", gr, r.GVR.Version))...)
 		}
 		out[gr] = res
 	}
@@ -164,29 +167,32 @@ func Resolve(sel *Selection, up, down *Index) (map[schema.GroupResource]*Resourc
 				if version != "" && r.GVR.Version != version {
 					continue
 				}
-				add(r)
+				add(req, r)
 				n++
 			}
 			if n == 0 {
-				problems = append(problems, fmt.Sprintf("%s: no %s resources served upstream in group %q version %q", req.Origin, scopeWord(req.Namespaced), req.Group, req.Version))
+				problems = append(problems, req.problems(problem.UnknownResource, schema.GroupResource{Group: req.Group, Resource: wildcard},
+					fmt.Sprintf("no %s resources served upstream in group %q version %q", scopeWord(req.Namespaced), req.Group, req.Version))...)
 			}
 			continue
 		}
 		gr := schema.GroupResource{Group: req.Group, Resource: req.Resource}
 		r, ok := up.Lookup(gr, req.Version)
 		if !ok {
-			problems = append(problems, fmt.Sprintf("%s: resource %q is not served upstream (a plural resource name is needed, e.g. \"deployments\")", req.Origin, gr.String()))
+			problems = append(problems, req.problems(problem.UnknownResource, gr,
+				fmt.Sprintf("resource %q is not served upstream (a plural resource name is needed, e.g. \"deployments\")", gr.String()))...)
 			continue
 		}
 		if r.Namespaced != req.Namespaced {
-			problems = append(problems, fmt.Sprintf("%s: resource %q is %s, but is listed with %s resources", req.Origin, gr.String(), scopeWord(r.Namespaced), scopeWord(req.Namespaced)))
+			problems = append(problems, req.problems(problem.WrongScope, gr,
+				fmt.Sprintf("resource %q is %s, but is listed with %s resources", gr.String(), scopeWord(r.Namespaced), scopeWord(req.Namespaced)))...)
 			continue
 		}
 		if !r.Syncable() {
-			problems = append(problems, fmt.Sprintf("%s: resource %q does not support all of %v", req.Origin, gr.String(), syncable))
+			problems = append(problems, req.problems(problem.NotSyncable, gr, fmt.Sprintf("resource %q does not support all of %v", gr.String(), syncable))...)
 			continue
 		}
-		add(r)
+		add(req, r)
 	}
 	return out, problems
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
+	"github.com/kubestellar/syncer/pkg/problem"
 )
 
 // NamespacesResource is the core Namespace resource, selected implicitly by namespaced entries.
@@ -23,7 +24,19 @@ type Selection struct {
 	// switch status return off.
 	statusRules map[schema.GroupResource]*rule
 	requests    []Request
-	upsync      []edgev1.UpsyncSet
+	upsync      []upsyncEntry
+}
+
+// upsyncEntry is one spec.upsync[] entry and where it comes from.
+type upsyncEntry struct {
+	edgev1.UpsyncSet
+	origin Origin
+}
+
+// Origin is where a request comes from: a config and the field in it.
+type Origin struct {
+	Config string
+	Field  string
 }
 
 // Request is one resource named by a config, before resolution against discovery.
@@ -34,8 +47,17 @@ type Request struct {
 	// Namespaced tells which part of the config named it: namespaceScope and namespacedObjects name
 	// namespaced resources, clusterScope cluster-scoped ones.
 	Namespaced bool
-	// Origin names the config entry, for error messages.
-	Origin string
+	// Origins are the config entries that name it (several configs may name one resource).
+	Origins []Origin
+}
+
+// problem makes a problem of the request, for each config entry that names it.
+func (r Request) problems(kind problem.Kind, gr schema.GroupResource, reason string) []problem.Problem {
+	out := make([]problem.Problem, 0, len(r.Origins))
+	for _, o := range r.Origins {
+		out = append(out, problem.Problem{Kind: kind, Config: o.Config, Field: o.Field, Resource: gr, Reason: reason})
+	}
+	return out
 }
 
 // rule is what the merged configs select of one GroupResource (or of every resource of a group, for
@@ -70,7 +92,7 @@ func (r *rule) matches(namespace, name string) bool {
 
 // Merge builds the Selection from every SyncerConfig. Entries with no resource name are reported as
 // problems and skipped; the rest still counts.
-func Merge(configs []*edgev1.SyncerConfig) (*Selection, []string) {
+func Merge(configs []*edgev1.SyncerConfig) (*Selection, []problem.Problem) {
 	s, problems := merge(configs)
 	var returning []*edgev1.SyncerConfig
 	for _, cfg := range configs {
@@ -87,106 +109,137 @@ func Merge(configs []*edgev1.SyncerConfig) (*Selection, []string) {
 	return s, problems
 }
 
-func merge(configs []*edgev1.SyncerConfig) (*Selection, []string) {
-	s := &Selection{rules: map[schema.GroupResource]*rule{}}
-	var problems []string
+func merge(configs []*edgev1.SyncerConfig) (*Selection, []problem.Problem) {
+	m := &merger{s: &Selection{rules: map[schema.GroupResource]*rule{}}, seen: map[requestKey]int{}}
+	m.nsRule = m.s.rule(NamespacesResource)
 	sorted := append([]*edgev1.SyncerConfig(nil), configs...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	seen := map[Request]bool{}
-	addRequest := func(r Request) {
-		key := r
-		key.Origin = ""
-		if !seen[key] {
-			seen[key] = true
-			s.requests = append(s.requests, r)
-		}
-	}
-	nsRule := s.rule(NamespacesResource)
 	for _, cfg := range sorted {
-		spec := cfg.Spec
-		nsScope := spec.NamespaceScope
-		for i, res := range nsScope.Resources {
-			origin := fmt.Sprintf("SyncerConfig %s: namespaceScope.resources[%d]", cfg.Name, i)
-			if res.Resource == "" {
-				problems = append(problems, origin+": resource is empty")
-				continue
-			}
-			r := s.rule(schema.GroupResource{Group: res.Group, Resource: res.Resource})
-			for _, ns := range nsScope.Namespaces {
-				if ns == wildcard {
-					r.allNamespaces = true
-				} else {
-					r.namespaces.Insert(ns)
-				}
-			}
-			addRequest(Request{Group: res.Group, Resource: res.Resource, Version: res.APIVersion, Namespaced: true, Origin: origin})
+		m.namespaceScope(cfg.Name, cfg.Spec.NamespaceScope)
+		m.namespacedObjects(cfg.Name, cfg.Spec.NamespacedObjects)
+		m.clusterScope(cfg.Name, cfg.Spec.ClusterScope)
+		for i, u := range cfg.Spec.Upsync {
+			m.s.upsync = append(m.s.upsync, upsyncEntry{UpsyncSet: u, origin: Origin{cfg.Name, fmt.Sprintf("upsync[%d]", i)}})
 		}
-		// The Namespace objects named by namespaceScope are downsynced themselves.
-		for _, ns := range nsScope.Namespaces {
-			if ns == wildcard {
-				nsRule.clusterAll = true
-			} else {
-				nsRule.clusterNames.Insert(ns)
-			}
-		}
-		for i, obj := range spec.NamespacedObjects {
-			origin := fmt.Sprintf("SyncerConfig %s: namespacedObjects[%d]", cfg.Name, i)
-			if obj.Resource == "" {
-				problems = append(problems, origin+": resource is empty")
-				continue
-			}
-			r := s.rule(schema.GroupResource{Group: obj.Group, Resource: obj.Resource})
-			for _, byNS := range obj.ObjectsByNamespace {
-				if byNS.Namespace == "" {
-					problems = append(problems, origin+": objectsByNamespace entry without namespace")
-					continue
-				}
-				if len(byNS.Names) == 0 {
-					continue // an empty list selects nothing, not even the Namespace
-				}
-				names, ok := r.objects[byNS.Namespace]
-				if !ok {
-					names = sets.New[string]()
-					r.objects[byNS.Namespace] = names
-				}
-				names.Insert(byNS.Names...)
-				if byNS.Namespace == wildcard {
-					nsRule.clusterAll = true
-				} else {
-					nsRule.clusterNames.Insert(byNS.Namespace)
-				}
-			}
-			addRequest(Request{Group: obj.Group, Resource: obj.Resource, Version: obj.APIVersion, Namespaced: true, Origin: origin})
-		}
-		for i, cs := range spec.ClusterScope {
-			origin := fmt.Sprintf("SyncerConfig %s: clusterScope[%d]", cfg.Name, i)
-			if cs.Resource == "" {
-				problems = append(problems, origin+": resource is empty")
-				continue
-			}
-			r := s.rule(schema.GroupResource{Group: cs.Group, Resource: cs.Resource})
-			switch {
-			case cs.Objects == nil: // omitted means all, as in release-0.14
-				r.clusterAll = true
-			default:
-				for _, name := range cs.Objects {
-					if name == wildcard {
-						r.clusterAll = true
-					} else {
-						r.clusterNames.Insert(name)
-					}
-				}
-			}
-			addRequest(Request{Group: cs.Group, Resource: cs.Resource, Version: cs.APIVersion, Namespaced: false, Origin: origin})
-		}
-		s.upsync = append(s.upsync, spec.Upsync...)
 	}
-	if nsRule.clusterAll || nsRule.clusterNames.Len() > 0 {
-		addRequest(Request{Resource: NamespacesResource.Resource, Version: "v1", Namespaced: false, Origin: "namespaces of the selected objects"})
+	if m.nsRule.clusterAll || m.nsRule.clusterNames.Len() > 0 {
+		m.request(Request{Resource: NamespacesResource.Resource, Version: "v1", Namespaced: false}, Origin{Field: "namespaces of the selected objects"})
 	} else {
-		delete(s.rules, NamespacesResource)
+		delete(m.s.rules, NamespacesResource)
 	}
-	return s, problems
+	return m.s, m.problems
+}
+
+// merger accumulates configs into a Selection.
+type merger struct {
+	s        *Selection
+	nsRule   *rule // the Namespace objects the namespaced entries imply
+	seen     map[requestKey]int
+	problems []problem.Problem
+}
+
+type requestKey struct {
+	group, resource, version string
+	namespaced               bool
+}
+
+func (m *merger) invalid(o Origin, reason string) {
+	m.problems = append(m.problems, problem.Problem{Kind: problem.InvalidConfig, Config: o.Config, Field: o.Field, Reason: reason})
+}
+
+// request records that a config entry names a resource; one request per resource and version, with
+// every entry that names it.
+func (m *merger) request(r Request, o Origin) {
+	key := requestKey{r.Group, r.Resource, r.Version, r.Namespaced}
+	if i, ok := m.seen[key]; ok {
+		m.s.requests[i].Origins = append(m.s.requests[i].Origins, o)
+		return
+	}
+	m.seen[key] = len(m.s.requests)
+	r.Origins = []Origin{o}
+	m.s.requests = append(m.s.requests, r)
+}
+
+// namespace selects a Namespace object (or all, for "*").
+func (m *merger) namespace(ns string) {
+	if ns == wildcard {
+		m.nsRule.clusterAll = true
+	} else {
+		m.nsRule.clusterNames.Insert(ns)
+	}
+}
+
+func (m *merger) namespaceScope(config string, scope edgev1.NamespaceScopeDownsyncs) {
+	for i, res := range scope.Resources {
+		origin := Origin{config, fmt.Sprintf("namespaceScope.resources[%d]", i)}
+		if res.Resource == "" {
+			m.invalid(origin, "resource is empty")
+			continue
+		}
+		r := m.s.rule(schema.GroupResource{Group: res.Group, Resource: res.Resource})
+		for _, ns := range scope.Namespaces {
+			if ns == wildcard {
+				r.allNamespaces = true
+			} else {
+				r.namespaces.Insert(ns)
+			}
+		}
+		m.request(Request{Group: res.Group, Resource: res.Resource, Version: res.APIVersion, Namespaced: true}, origin)
+	}
+	// The Namespace objects named by namespaceScope are downsynced themselves.
+	for _, ns := range scope.Namespaces {
+		m.namespace(ns)
+	}
+}
+
+func (m *merger) namespacedObjects(config string, entries []edgev1.NamespaceScopeDownsyncObjects) {
+	for i, obj := range entries {
+		origin := Origin{config, fmt.Sprintf("namespacedObjects[%d]", i)}
+		if obj.Resource == "" {
+			m.invalid(origin, "resource is empty")
+			continue
+		}
+		r := m.s.rule(schema.GroupResource{Group: obj.Group, Resource: obj.Resource})
+		for _, byNS := range obj.ObjectsByNamespace {
+			if byNS.Namespace == "" {
+				m.invalid(origin, "objectsByNamespace entry without namespace")
+				continue
+			}
+			if len(byNS.Names) == 0 {
+				continue // an empty list selects nothing, not even the Namespace
+			}
+			names, ok := r.objects[byNS.Namespace]
+			if !ok {
+				names = sets.New[string]()
+				r.objects[byNS.Namespace] = names
+			}
+			names.Insert(byNS.Names...)
+			m.namespace(byNS.Namespace)
+		}
+		m.request(Request{Group: obj.Group, Resource: obj.Resource, Version: obj.APIVersion, Namespaced: true}, origin)
+	}
+}
+
+func (m *merger) clusterScope(config string, entries []edgev1.ClusterScopeDownsyncResource) {
+	for i, cs := range entries {
+		origin := Origin{config, fmt.Sprintf("clusterScope[%d]", i)}
+		if cs.Resource == "" {
+			m.invalid(origin, "resource is empty")
+			continue
+		}
+		r := m.s.rule(schema.GroupResource{Group: cs.Group, Resource: cs.Resource})
+		if cs.Objects == nil { // omitted means all, as in release-0.14
+			r.clusterAll = true
+		}
+		for _, name := range cs.Objects {
+			if name == wildcard {
+				r.clusterAll = true
+			} else {
+				r.clusterNames.Insert(name)
+			}
+		}
+		m.request(Request{Group: cs.Group, Resource: cs.Resource, Version: cs.APIVersion, Namespaced: false}, origin)
+	}
 }
 
 func (s *Selection) rule(gr schema.GroupResource) *rule {
@@ -200,9 +253,6 @@ func (s *Selection) rule(gr schema.GroupResource) *rule {
 
 // Requests lists the resources the configs name, in a stable order.
 func (s *Selection) Requests() []Request { return s.requests }
-
-// Upsync returns the merged upsync entries.
-func (s *Selection) Upsync() []edgev1.UpsyncSet { return s.upsync }
 
 // Mentions tells whether any config names the resource, directly or through "*" in its group.
 func (s *Selection) Mentions(gr schema.GroupResource) bool {
@@ -255,7 +305,9 @@ func (s *Selection) fingerprint() string {
 	for _, r := range s.requests {
 		fmt.Fprintf(&b, "%s/%s/%s/%v;", r.Group, r.Version, r.Resource, r.Namespaced)
 	}
-	fmt.Fprintf(&b, "%v", s.upsync)
+	for _, u := range s.upsync {
+		fmt.Fprintf(&b, "%v", u.UpsyncSet)
+	}
 	return b.String()
 }
 

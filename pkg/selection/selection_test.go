@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
+	"github.com/kubestellar/syncer/pkg/problem"
 )
 
 func cfg(name string, spec edgev1.SyncerConfigSpec) *edgev1.SyncerConfig {
@@ -130,7 +131,7 @@ func TestMergeReportsEmptyResource(t *testing.T) {
 	_, problems := Merge([]*edgev1.SyncerConfig{cfg("bad", edgev1.SyncerConfigSpec{
 		ClusterScope: []edgev1.ClusterScopeDownsyncResource{{APIVersion: "v1"}},
 	})})
-	if len(problems) != 1 || !strings.Contains(problems[0], "SyncerConfig bad: clusterScope[0]") {
+	if len(problems) != 1 || !strings.Contains(problems[0].String(), "SyncerConfig bad: clusterScope[0]") || problems[0].Config != "bad" || problems[0].Kind != problem.InvalidConfig {
 		t.Fatalf("problems = %v", problems)
 	}
 }
@@ -197,7 +198,7 @@ func TestResolve(t *testing.T) {
 			t.Errorf("%s resolved to %q, want %q", k, got[k], v)
 		}
 	}
-	joined := strings.Join(problems, "\n")
+	joined := strings.Join(problem.Strings(problems), "\n")
 	for _, p := range []string{`"doesnotexist.example.com" is not served upstream`, `"namespaces" is cluster-scoped, but is listed with namespaced resources`,
 		`"widgets.example.com" is served downstream, but not at version v1`} {
 		if !strings.Contains(joined, p) {
@@ -214,5 +215,25 @@ func TestLookupFallsBackToPreferred(t *testing.T) {
 	}
 	if _, ok := idx.Lookup(schema.GroupResource{Group: "apps", Resource: "deployments/status"}, ""); ok {
 		t.Fatal("subresources are indexed")
+	}
+}
+
+// TestProblemsNameEveryConfig: a resource two configs name is a problem of each of them, carried as a
+// value (config, field, resource), not as text to match.
+func TestProblemsNameEveryConfig(t *testing.T) {
+	spec := edgev1.SyncerConfigSpec{ClusterScope: []edgev1.ClusterScopeDownsyncResource{
+		{GroupResource: metav1.GroupResource{Group: "example.com", Resource: "nosuchthings"}, APIVersion: "v1"}}}
+	sel, _ := Merge([]*edgev1.SyncerConfig{cfg("b", spec), cfg("a", spec)})
+	_, problems := Resolve(sel, index(), index())
+	got := map[string]problem.Problem{}
+	for _, p := range problems {
+		got[p.Config] = p
+	}
+	want := schema.GroupResource{Group: "example.com", Resource: "nosuchthings"}
+	for _, name := range []string{"a", "b"} {
+		p, ok := got[name]
+		if !ok || p.Kind != problem.UnknownResource || p.Resource != want || p.Field != "clusterScope[0]" || !p.Concerns(name) || p.Concerns("other") {
+			t.Errorf("problem of config %s: %+v (all: %v)", name, p, problems)
+		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubestellar/syncer/pkg/problem"
 )
 
 // crdResource is never upsynced: the API of an upsynced object must already exist upstream.
@@ -47,27 +49,30 @@ func (s *Selection) UpsyncMentions(gr schema.GroupResource) bool {
 // pairs each resource with the same version upstream, where copies are written. A resource that is
 // not served upstream at that version is a problem (upsyncing CRDs is out of scope: the API must
 // exist upstream); so is a named resource the edge does not serve. The rest resolves regardless.
-func ResolveUpsync(sel *Selection, up, down *Index) (map[schema.GroupResource]*Resource, []string) {
+func ResolveUpsync(sel *Selection, up, down *Index) (map[schema.GroupResource]*Resource, []problem.Problem) {
 	out := map[schema.GroupResource]*Resource{}
-	var problems []string
+	var problems []problem.Problem
 	if sel == nil {
 		return out, nil
 	}
-	add := func(origin string, d APIResource) {
+	report := func(origin Origin, kind problem.Kind, gr schema.GroupResource, reason string) {
+		problems = append(problems, problem.Problem{Kind: kind, Config: origin.Config, Field: origin.Field, Resource: gr, Reason: reason})
+	}
+	add := func(origin Origin, d APIResource) {
 		gr := d.GVR.GroupResource()
 		if _, ok := out[gr]; ok {
 			return
 		}
 		u, ok := up.byGR[gr][d.GVR.Version]
 		if !ok {
-			problems = append(problems, fmt.Sprintf("%s: %s (%s) is served at the edge but not upstream; its objects are not upsynced until the API exists upstream",
-				origin, gr.String(), d.GVR.Version))
+			report(origin, problem.NotServedUpstream, gr, fmt.Sprintf("%s (%s) is served at the edge but not upstream; its objects are not upsynced until the API exists upstream",
+				gr.String(), d.GVR.Version))
 			return
 		}
 		out[gr] = &Resource{Upstream: u, Downstream: d}
 	}
-	for i, u := range sel.upsync {
-		origin := fmt.Sprintf("upsync[%d] (apiGroup %q)", i, u.APIGroup)
+	for _, u := range sel.upsync {
+		origin := u.origin
 		for _, res := range u.Resources {
 			if res == wildcard {
 				for _, d := range down.All() {
@@ -91,7 +96,7 @@ func ResolveUpsync(sel *Selection, up, down *Index) (map[schema.GroupResource]*R
 			for _, g := range groups {
 				gr := schema.GroupResource{Group: g, Resource: res}
 				if gr == crdResource {
-					problems = append(problems, origin+": upsyncing CustomResourceDefinitions is not supported; create the API upstream")
+					report(origin, problem.Unsupported, gr, "upsyncing CustomResourceDefinitions is not supported; create the API upstream")
 					found = true
 					continue
 				}
@@ -101,13 +106,13 @@ func ResolveUpsync(sel *Selection, up, down *Index) (map[schema.GroupResource]*R
 				}
 				found = true
 				if !d.Syncable() {
-					problems = append(problems, fmt.Sprintf("%s: resource %q does not support all of %v", origin, gr.String(), syncable))
+					report(origin, problem.NotSyncable, gr, fmt.Sprintf("resource %q does not support all of %v", gr.String(), syncable))
 					continue
 				}
 				add(origin, d)
 			}
 			if !found {
-				problems = append(problems, fmt.Sprintf("%s: resource %q is not served at the edge", origin, res))
+				report(origin, problem.UnknownResource, schema.GroupResource{Group: u.APIGroup, Resource: res}, fmt.Sprintf("resource %q is not served at the edge", res))
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
+	"github.com/kubestellar/syncer/pkg/problem"
 )
 
 func TestUpsyncMatches(t *testing.T) {
@@ -73,7 +74,7 @@ func TestResolveUpsync(t *testing.T) {
 	if r, ok := got[deployments]; !ok || !r.Upstream.HasStatus {
 		t.Errorf("deployments: %+v (status subresource must be known)", r)
 	}
-	all := strings.Join(problems, "\n")
+	all := strings.Join(problem.Strings(problems), "\n")
 	for _, want := range []string{"gizmos", "not upstream", "CustomResourceDefinitions is not supported", `"things" is not served at the edge`} {
 		if !strings.Contains(all, want) {
 			t.Errorf("problems lack %q:\n%s", want, all)

@@ -3,7 +3,6 @@ package status
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/kubestellar/syncer/pkg/framework"
@@ -44,6 +44,9 @@ type Config struct {
 	DownstreamInformers framework.Informers
 	Selection           Selection
 	Metrics             *metrics.Metrics
+	// Recorder, if set, records status writes the upstream refuses for good as Events on the
+	// upstream object.
+	Recorder record.EventRecorder
 }
 
 // notReturned are resources whose upstream status is the upstream apiserver's own.
@@ -54,8 +57,9 @@ var notReturned = map[schema.GroupResource]bool{
 
 // Controller is the status-return controller.
 type Controller struct {
-	cfg   Config
-	queue *framework.Queue
+	cfg    Config
+	queue  *framework.Queue
+	writes *framework.Writes
 }
 
 // NewController wires the controller; it does no API I/O.
@@ -63,13 +67,23 @@ func NewController(cfg Config) (*Controller, error) {
 	if cfg.Upstream == nil || cfg.UpstreamInformers == nil || cfg.DownstreamInformers == nil || cfg.Selection == nil || cfg.Metrics == nil {
 		return nil, errors.New("status: every Config field is required")
 	}
-	c := &Controller{cfg: cfg}
+	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Status, cfg.Metrics, cfg.Recorder)}
 	c.queue = framework.NewQueue(metrics.Status, cfg.Metrics.WorkqueueProvider(), c.process)
 	return c, nil
 }
 
 // Queue is the controller's queue (for its failures).
 func (c *Controller) Queue() *framework.Queue { return c.queue }
+
+// Relevant tells whether a key still concerns status return (its resource is downsynced and served
+// on both sides); failures of other keys are pruned.
+func (c *Controller) Relevant(key framework.Key) bool {
+	_, ok := c.cfg.Selection.Resource(key.GVR.GroupResource())
+	return ok
+}
+
+// Prune forgets the failures of keys that are no longer Relevant.
+func (c *Controller) Prune() { c.queue.Prune(c.Relevant) }
 
 // Run starts the workers and blocks until ctx is done and they have exited.
 func (c *Controller) Run(ctx context.Context, workers int) { c.queue.Run(ctx, workers) }
@@ -154,21 +168,17 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	} else {
 		_, err = client.Update(ctx, updated, metav1.UpdateOptions{})
 	}
-	resource := gr.String()
 	switch {
 	case apierrors.IsNotFound(err):
 		return 0, nil // gone upstream; downsync deletes the edge copy
 	case apierrors.IsConflict(err):
 		// Our cache is behind; the upstream event that made it so enqueues the key again.
-		c.cfg.Metrics.Writes.WithLabelValues(metrics.Status, resource, metrics.Conflict).Inc()
+		c.cfg.Metrics.Writes.WithLabelValues(metrics.Status, gr.String(), metrics.Conflict).Inc()
 		logger.V(logging.Detail).Info("Upstream object changed meanwhile; will retry")
 		return time.Second, nil
 	case err != nil:
-		c.cfg.Metrics.Writes.WithLabelValues(metrics.Status, resource, metrics.Error).Inc()
-		return 0, fmt.Errorf("writing status upstream: %w", err)
+		return 0, c.writes.Failed(key, up, "StatusFailed", "writing status upstream", err)
 	}
-	c.cfg.Metrics.Writes.WithLabelValues(metrics.Status, resource, metrics.Updated).Inc()
-	framework.ObserveLatency(ctx, c.cfg.Metrics.SyncLatency.WithLabelValues(metrics.Status, resource))
-	logger.V(logging.Change).Info("Returned status upstream", "subresource", r.UpstreamHasStatus)
+	c.writes.Applied(ctx, key, metrics.Updated, "Returned status upstream", "subresource", r.UpstreamHasStatus)
 	return 0, nil
 }

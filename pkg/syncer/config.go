@@ -7,11 +7,12 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/kubestellar/syncer/pkg/downsync"
 	"github.com/kubestellar/syncer/pkg/metrics"
 )
 
-// DefaultFieldManager is the server-side apply field manager of downsync writes.
-const DefaultFieldManager = "kubestellar-syncer"
+// DefaultFieldManager is the server-side apply field manager of the syncer's writes.
+const DefaultFieldManager = downsync.DefaultFieldManager
 
 // Config is everything the engine needs; cmd/syncer builds it from flags, tests build it directly.
 type Config struct {
@@ -31,19 +32,18 @@ type Config struct {
 	UpsyncWorkers int
 	// AdoptExisting lets the syncer take over downstream objects that exist without its mark.
 	AdoptExisting bool
-	// FieldManager is the server-side apply field manager.
+	// FieldManager is the server-side apply field manager (DefaultFieldManager when empty).
 	FieldManager string
 	// DiscoveryRefreshPeriod re-reads discovery as a safety net for APIs that appear without a CRD
 	// event (aggregated APIs, kcp APIBindings); 0 disables it.
 	DiscoveryRefreshPeriod time.Duration
-	// ConflictRecheckPeriod is how often an object blocked by an unowned downstream object is looked
-	// at again.
+	// ConflictRecheckPeriod is how often an object blocked by an unowned object is looked at again.
 	ConflictRecheckPeriod time.Duration
 
 	// Metrics receives the engine's metrics; required.
 	Metrics *metrics.Metrics
 	// Recorder, if set, records Events on upstream objects: conflicts with objects the syncer does
-	// not own, and writes the edge refuses for good (invalid, forbidden, ...).
+	// not own, and writes refused for good (invalid, forbidden, ...).
 	Recorder record.EventRecorder
 	// HeartbeatPeriod is how often the syncer writes its heartbeat and conditions on every
 	// SyncerConfig's status; 0 disables it.

@@ -1,12 +1,14 @@
-// Package syncer is the engine of the KubeStellar syncer. It reads every SyncerConfig upstream, merges
-// them into one selection, resolves that against both sides' discovery, keeps one dynamic informer per
-// resource and side running (through pkg/informermanager), and runs the downsync controller: a typed,
-// rate-limited workqueue keyed by {GVR, namespace, name} whose workers make each downstream object
-// match its upstream counterpart.
+// Package syncer wires the KubeStellar syncer's engine together: it reads every SyncerConfig
+// upstream, resolves them (the resolver: read configs → discover both sides → resolve the selection →
+// find leftovers → diff the informer sets → start and stop informers) into an immutable snapshot,
+// keeps one dynamic informer per resource and side running through pkg/informermanager, and feeds
+// their events to the downsync, status and upsync controllers (pkg/downsync, pkg/status,
+// pkg/upsync). It runs the heartbeat (pkg/conditions) and answers readiness.
 //
-// Decisions are made from the marks on the objects (pkg/mapping), not from memory, so a restarted
-// syncer cleans up what left the selection while it was down. Nothing is deleted downstream before
-// the caches of both sides have synced, and an object whose API is merely missing upstream is held,
-// not deleted. Status return and upsync live in pkg/status and pkg/upsync; this package must not
-// write upstream.
+// Upstream it writes only through those controllers and the heartbeat (status of SyncerConfigs,
+// status of downsynced objects, upsynced copies) and through the Events they record; downstream only
+// through the downsync controller. Decisions to delete are made from the marks on the objects
+// (pkg/mapping), so a restarted syncer cleans up what left the selection while it was down; nothing is
+// deleted before both sides' caches have synced, and objects whose API is merely missing upstream are
+// held, not deleted.
 package syncer

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -63,9 +62,9 @@ type Config struct {
 
 // Controller is the upsync controller.
 type Controller struct {
-	cfg       Config
-	queue     *framework.Queue
-	conflicts framework.ConflictLog
+	cfg    Config
+	queue  *framework.Queue
+	writes *framework.Writes
 }
 
 // NewController wires the controller; it does no API I/O.
@@ -76,13 +75,29 @@ func NewController(cfg Config) (*Controller, error) {
 	if cfg.ConflictRecheckPeriod <= 0 {
 		cfg.ConflictRecheckPeriod = time.Minute
 	}
-	c := &Controller{cfg: cfg, conflicts: framework.ConflictLog{Verbosity: logging.Skip}}
+	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Upsync, cfg.Metrics, cfg.Recorder)}
 	c.queue = framework.NewQueue(metrics.Upsync, cfg.Metrics.WorkqueueProvider(), c.process)
 	return c, nil
 }
 
-// Conflicts are the current conflicts with unmarked upstream objects.
-func (c *Controller) Conflicts() *framework.ConflictLog { return &c.conflicts }
+// Writes is the controller's write path (for its conflicts).
+func (c *Controller) Writes() *framework.Writes { return c.writes }
+
+// Relevant tells whether a key still concerns upsync: its resource is upsynced (or a leftover) and,
+// when selected, the edge object matches an upsync entry. Conflicts and failures of other keys are
+// pruned.
+func (c *Controller) Relevant(key framework.Key) bool {
+	gr := key.GVR.GroupResource()
+	r, ok := c.cfg.Selection.Resource(gr)
+	return ok && (!r.Selected || c.cfg.Selection.UpsyncMatches(gr, key.Namespace, key.Name))
+}
+
+// Prune forgets the conflicts and failures of keys that are no longer Relevant: nothing processes
+// them again, so they would otherwise be reported for good.
+func (c *Controller) Prune() {
+	c.writes.Conflicts().Prune(c.Relevant)
+	c.queue.Prune(c.Relevant)
+}
 
 // Queue is the controller's queue (for its failures).
 func (c *Controller) Queue() *framework.Queue { return c.queue }
@@ -135,19 +150,9 @@ func (c *Controller) EnqueueResource(gr schema.GroupResource) {
 	if !ok {
 		return
 	}
-	for _, pair := range []struct {
-		infs framework.Informers
-		gvr  schema.GroupVersionResource
-	}{{c.cfg.UpstreamInformers, r.Upstream}, {c.cfg.DownstreamInformers, r.Downstream}} {
-		inf, ok := pair.infs.Synced(pair.gvr)
-		if !ok {
-			continue
-		}
-		for _, k := range inf.GetStore().ListKeys() {
-			ns, name, _ := cache.SplitMetaNamespaceKey(k)
-			c.queue.Add(framework.Key{GVR: r.Upstream, Namespace: ns, Name: name})
-		}
-	}
+	add := func(ns, name string) { c.queue.Add(framework.Key{GVR: r.Upstream, Namespace: ns, Name: name}) }
+	framework.ForEachKey(c.cfg.UpstreamInformers, r.Upstream, add)
+	framework.ForEachKey(c.cfg.DownstreamInformers, r.Downstream, add)
 }
 
 // process makes the upstream copy of one edge object match it: create or update it while the edge
@@ -178,24 +183,14 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 }
 
 func (c *Controller) deleteUpstream(ctx context.Context, key framework.Key, r Resource, up *unstructured.Unstructured) error {
-	c.conflicts.Clear(key)
+	c.writes.ClearConflict(key)
 	if up == nil || !mapping.OwnedUpstream(up) || up.GetDeletionTimestamp() != nil {
 		return nil
 	}
-	uid := up.GetUID()
-	err := c.cfg.Upstream.Resource(r.Upstream).Namespace(key.Namespace).Delete(ctx, key.Name,
-		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-	resource := key.GVR.GroupResource().String()
-	switch {
-	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-		return nil // gone, or a different object by now whose own events bring it here
-	case err != nil:
-		c.cfg.Metrics.Writes.WithLabelValues(metrics.Upsync, resource, metrics.Error).Inc()
-		return fmt.Errorf("deleting the upstream copy: %w", err)
+	client := c.cfg.Upstream.Resource(r.Upstream).Namespace(key.Namespace)
+	if err := c.writes.DeleteOwned(ctx, client, key, up, "Deleted upsynced copy upstream"); err != nil {
+		return err
 	}
-	c.cfg.Metrics.Writes.WithLabelValues(metrics.Upsync, resource, metrics.Deleted).Inc()
-	framework.ObserveLatency(ctx, c.cfg.Metrics.SyncLatency.WithLabelValues(metrics.Upsync, resource))
-	klog.FromContext(ctx).V(logging.Change).Info("Deleted upsynced copy upstream")
 	if !r.Selected && c.cfg.OnLeftoverDeleted != nil {
 		c.cfg.OnLeftoverDeleted(key.GVR.GroupResource())
 	}
@@ -204,23 +199,19 @@ func (c *Controller) deleteUpstream(ctx context.Context, key framework.Key, r Re
 
 func (c *Controller) applyUpstream(ctx context.Context, key framework.Key, r Resource, down, up *unstructured.Unstructured) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
-	resource := key.GVR.GroupResource().String()
 	desired, err := mapping.ToUpstream(down, mapping.Options{OwnerLabelValue: c.cfg.OwnerLabelValue})
 	if err != nil {
-		c.cfg.Metrics.Writes.WithLabelValues(metrics.Upsync, resource, metrics.Error).Inc()
+		c.cfg.Metrics.Writes.WithLabelValues(metrics.Upsync, key.GVR.GroupResource().String(), metrics.Error).Inc()
 		logger.Error(err, "Cannot map the edge object; not retrying until it changes")
 		return 0, nil
 	}
 	if up != nil && !mapping.OwnedUpstream(up) {
-		c.cfg.Metrics.Writes.WithLabelValues(metrics.Upsync, resource, metrics.Conflict).Inc()
-		if c.conflicts.Report(ctx, key, fmt.Sprintf("Not upsyncing: %s exists upstream without the syncer's mark %s=%s",
-			key.String(), mapping.UpsyncedAnnotation, mapping.MarkOf(desired))) && c.cfg.Recorder != nil {
-			c.cfg.Recorder.Eventf(up, corev1.EventTypeWarning, "UpsyncConflict",
-				"The edge object of this name is not upsynced: this object exists without the mark %s", mapping.UpsyncedAnnotation)
-		}
+		c.writes.Conflict(ctx, key, up,
+			fmt.Sprintf("Not upsyncing: %s exists upstream without the syncer's mark %s=%s", key.String(), mapping.UpsyncedAnnotation, mapping.MarkOf(desired)),
+			"UpsyncConflict", "The edge object of this name is not upsynced: this object exists without the mark "+mapping.UpsyncedAnnotation)
 		return c.cfg.ConflictRecheckPeriod, nil
 	}
-	c.conflicts.Clear(key)
+	c.writes.ClearConflict(key)
 	contentOK := up != nil && mapping.UpsyncedUpToDate(desired, up)
 	statusOK := up != nil && mapping.StatusEqual(desired, up)
 	if contentOK && statusOK {
@@ -260,13 +251,14 @@ func (c *Controller) applyUpstream(ctx context.Context, key framework.Key, r Res
 		logger.V(logging.Detail).Info("Upstream changed meanwhile; will look again", "reason", apierrors.ReasonForError(err))
 		return time.Second, nil
 	case err != nil:
-		c.cfg.Metrics.Writes.WithLabelValues(metrics.Upsync, resource, metrics.Error).Inc()
-		return 0, fmt.Errorf("writing the upstream copy: %w", err)
+		var about runtime.Object // Events go upstream: about the copy, when there is one
+		if up != nil {
+			about = up
+		}
+		return 0, c.writes.Failed(key, about, "UpsyncFailed", "writing the upstream copy", err)
 	}
 	if result != "" {
-		c.cfg.Metrics.Writes.WithLabelValues(metrics.Upsync, resource, result).Inc()
-		framework.ObserveLatency(ctx, c.cfg.Metrics.SyncLatency.WithLabelValues(metrics.Upsync, resource))
-		logger.V(logging.Change).Info("Upsynced", "result", result)
+		c.writes.Applied(ctx, key, result, "Upsynced", "result", result)
 	}
 	return 0, nil
 }

@@ -141,3 +141,40 @@ func TestProcess(t *testing.T) {
 		})
 	}
 }
+
+// switchable is a view whose resource can leave the upsync selection.
+type switchable struct{ upsynced bool }
+
+func (v *switchable) Resource(gr schema.GroupResource) (Resource, bool) {
+	return Resource{Upstream: reports, Downstream: reports, Namespaced: true, Selected: true}, v.upsynced && gr == reports.GroupResource()
+}
+func (v *switchable) UpsyncMatches(schema.GroupResource, string, string) bool { return v.upsynced }
+
+// TestConflictClearedWhenResourceLeaves is the regression test of an upsync conflict that outlived
+// its resource: once the entry is removed nothing processes the key again, so Prune must forget it.
+func TestConflictClearedWhenResourceLeaves(t *testing.T) {
+	unmarked := report("policy", "r", 9)
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{reports: "PolicyReportList"}, unmarked.DeepCopy())
+	v := &switchable{upsynced: true}
+	c, err := NewController(Config{
+		Upstream: client, Metrics: metrics.New(prometheus.NewRegistry()), OwnerLabelValue: "edge1",
+		UpstreamInformers:   fakeinformers.Informers{reports: fakeinformers.With(unmarked)},
+		DownstreamInformers: fakeinformers.Informers{reports: fakeinformers.With(report("policy", "r", 1))},
+		Selection:           v,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.process(context.Background(), framework.Key{GVR: reports, Namespace: "policy", Name: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Writes().Conflicts().Problems(5); n != 1 {
+		t.Fatalf("conflicts = %d, want 1", n)
+	}
+	v.upsynced = false
+	c.Prune()
+	if n, ex := c.Writes().Conflicts().Problems(5); n != 0 {
+		t.Fatalf("conflicts after the resource left = %d %v, want 0", n, ex)
+	}
+}

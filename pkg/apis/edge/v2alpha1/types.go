@@ -18,9 +18,6 @@ var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v2alpha
 // SyncerConfigResource is the resource that serves SyncerConfig objects upstream.
 var SyncerConfigResource = SchemeGroupVersion.WithResource("syncerconfigs")
 
-// SyncerConfigKind is the kind of SyncerConfig objects.
-const SyncerConfigKind = "SyncerConfig"
-
 // Wildcard matches every name, namespace or resource where a list allows it.
 const Wildcard = "*"
 

@@ -1,0 +1,124 @@
+package conditions
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubestellar/syncer/pkg/problem"
+)
+
+// Condition types written on every SyncerConfig's status.
+const (
+	Ready               = "Ready"
+	SelectionValid      = "SelectionValid"
+	ObjectsSynced       = "ObjectsSynced"
+	UpstreamReachable   = "UpstreamReachable"
+	DownstreamReachable = "DownstreamReachable"
+)
+
+// Bounds on what a condition message lists, so that a thousand failing objects make a short status.
+const (
+	MaxExamples   = 5
+	MaxMessageLen = 1024
+)
+
+// Sides whose reachability is reported.
+const (
+	Upstream   = "upstream"
+	Downstream = "downstream"
+)
+
+// Sources are what the conditions are computed from.
+type Sources interface {
+	// SelectionProblems are the problems found resolving the configs.
+	SelectionProblems() []problem.Problem
+	// ObjectProblems counts the objects failing to sync and those in conflict, with up to limit
+	// examples of each.
+	ObjectProblems(limit int) (failing, conflicts int, examples []problem.Problem)
+	// Reachability tells whether the last request to a side got a response, and if not, since when
+	// and why.
+	Reachability(side string) (ok bool, lastErr string, since time.Time)
+}
+
+// Shared computes the conditions that are the same on every SyncerConfig: objects failing or in
+// conflict, and reachability. The heartbeat computes them once per beat.
+func Shared(src Sources) []metav1.Condition {
+	var out []metav1.Condition
+	failing, conflicts, examples := src.ObjectProblems(MaxExamples)
+	if failing+conflicts == 0 {
+		out = append(out, metav1.Condition{Type: ObjectsSynced, Status: metav1.ConditionTrue, Reason: "Synced", Message: "No object is failing to sync."})
+	} else {
+		ex := problem.Strings(examples)
+		sort.Strings(ex)
+		out = append(out, metav1.Condition{Type: ObjectsSynced, Status: metav1.ConditionFalse, Reason: "SyncFailures",
+			Message: capLen(fmt.Sprintf("%d objects failing to sync, %d conflicts with objects the syncer does not own. Examples: %s",
+				failing, conflicts, Bounded(ex, failing+conflicts)), MaxMessageLen)})
+	}
+	for _, side := range []struct{ name, typ string }{{Upstream, UpstreamReachable}, {Downstream, DownstreamReachable}} {
+		if ok, lastErr, since := src.Reachability(side.name); ok {
+			out = append(out, metav1.Condition{Type: side.typ, Status: metav1.ConditionTrue, Reason: "Reachable", Message: "The last request got a response."})
+		} else {
+			out = append(out, metav1.Condition{Type: side.typ, Status: metav1.ConditionFalse, Reason: "Unreachable",
+				Message: capLen(fmt.Sprintf("unreachable since %s: %s", since.UTC().Format(time.RFC3339), lastErr), MaxMessageLen)})
+		}
+	}
+	return out
+}
+
+// ForConfig computes the conditions of one SyncerConfig: SelectionValid from the selection problems
+// that concern it, the shared ones, and Ready (True when all the others are), Ready first.
+func ForConfig(name string, generation int64, selectionProblems []problem.Problem, shared []metav1.Condition) []metav1.Condition {
+	var mine []string
+	for _, p := range selectionProblems {
+		if p.Concerns(name) {
+			mine = append(mine, p.String())
+		}
+	}
+	var out []metav1.Condition
+	if len(mine) == 0 {
+		out = append(out, metav1.Condition{Type: SelectionValid, Status: metav1.ConditionTrue, Reason: "Resolved", Message: "Every selected resource is served on both sides."})
+	} else {
+		out = append(out, metav1.Condition{Type: SelectionValid, Status: metav1.ConditionFalse, Reason: "SelectionProblems", Message: Bounded(mine, len(mine))})
+	}
+	out = append(out, shared...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Type < out[j].Type })
+	ready := metav1.Condition{Type: Ready, Status: metav1.ConditionTrue, Reason: "Syncing", Message: "The syncer is running and every condition holds."}
+	for _, c := range out {
+		if c.Status != metav1.ConditionTrue {
+			ready = metav1.Condition{Type: Ready, Status: metav1.ConditionFalse, Reason: c.Reason, Message: "See condition " + c.Type + "."}
+			break
+		}
+	}
+	out = append([]metav1.Condition{ready}, out...)
+	for i := range out {
+		out[i].ObservedGeneration = generation
+	}
+	return out
+}
+
+// Bounded lists up to MaxExamples items, says how many more of total there are, and caps the length
+// at MaxMessageLen.
+func Bounded(items []string, total int) string {
+	shown := items
+	if len(shown) > MaxExamples {
+		shown = shown[:MaxExamples]
+	}
+	msg := strings.Join(shown, "; ")
+	if total > len(shown) {
+		more := fmt.Sprintf("; and %d more", total-len(shown))
+		return capLen(msg, MaxMessageLen-len(more)) + more
+	}
+	return capLen(msg, MaxMessageLen)
+}
+
+// capLen cuts a message to n characters.
+func capLen(msg string, n int) string {
+	if len(msg) > n {
+		return msg[:n-3] + "..."
+	}
+	return msg
+}

@@ -1,0 +1,118 @@
+package conditions
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubestellar/syncer/pkg/problem"
+)
+
+func TestBoundedMessage(t *testing.T) {
+	var items []string
+	for i := 0; i < 1000; i++ {
+		items = append(items, fmt.Sprintf("configmaps ns/o%04d: %s", i, strings.Repeat("refused ", 40)))
+	}
+	msg := Bounded(items, len(items))
+	if len(msg) > MaxMessageLen {
+		t.Errorf("message of %d characters", len(msg))
+	}
+	if !strings.Contains(msg, "o0000") {
+		t.Errorf("first example missing: %q", msg[:80])
+	}
+	if short := Bounded(items[:2], 1000); !strings.HasSuffix(short, "and 998 more") {
+		t.Errorf("count of the rest missing: %q", short)
+	}
+}
+
+type sources struct {
+	selection          []problem.Problem
+	failing, conflicts int
+	reachable          bool
+}
+
+func (s sources) SelectionProblems() []problem.Problem { return s.selection }
+func (s sources) ObjectProblems(limit int) (int, int, []problem.Problem) {
+	var ex []problem.Problem
+	for i := 0; i < s.failing+s.conflicts && i < limit; i++ {
+		ex = append(ex, problem.Problem{Kind: problem.Conflict, Resource: schema.GroupResource{Resource: "configmaps"}, Object: fmt.Sprintf("ns/c%03d", i), Reason: "in conflict"})
+	}
+	return s.failing, s.conflicts, ex
+}
+func (s sources) Reachability(string) (bool, string, time.Time) {
+	return s.reachable, "dial tcp: refused", time.Unix(0, 0)
+}
+
+// TestProblemsGoToTheirConfig: a selection problem shows on the config it comes from (and problems of
+// no config on all), never on another; Ready follows the others.
+func TestProblemsGoToTheirConfig(t *testing.T) {
+	src := sources{reachable: true, selection: []problem.Problem{
+		{Kind: problem.UnknownResource, Config: "a", Field: "clusterScope[0]", Resource: schema.GroupResource{Resource: "nosuchthings"}, Reason: `resource "nosuchthings" is not served upstream`},
+	}}
+	shared := Shared(src)
+	a := ForConfig("a", 3, src.SelectionProblems(), shared)
+	b := ForConfig("b", 1, src.SelectionProblems(), shared)
+	if c := meta.FindStatusCondition(a, SelectionValid); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "nosuchthings") {
+		t.Errorf("config a: %+v", c)
+	}
+	if !meta.IsStatusConditionFalse(a, Ready) || a[0].Type != Ready || a[0].ObservedGeneration != 3 {
+		t.Errorf("config a Ready: %+v", a[0])
+	}
+	if !meta.IsStatusConditionTrue(b, SelectionValid) || !meta.IsStatusConditionTrue(b, Ready) {
+		t.Errorf("config b got a's problem: %+v", b)
+	}
+	down := Shared(sources{reachable: false, conflicts: 120})
+	if c := meta.FindStatusCondition(down, ObjectsSynced); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "120 conflicts") || len(c.Message) > MaxMessageLen {
+		t.Errorf("ObjectsSynced: %+v", c)
+	}
+	if !meta.IsStatusConditionFalse(down, UpstreamReachable) {
+		t.Errorf("reachability: %+v", down)
+	}
+}
+
+// TestStatusApplyKeepsTransitionTimes: a condition whose status holds keeps its lastTransitionTime;
+// one that flips gets the time of this beat.
+func TestStatusApplyKeepsTransitionTimes(t *testing.T) {
+	then := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	now := metav1.NewTime(time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC))
+	cfg := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "edge.kubestellar.io/v2alpha1", "kind": "SyncerConfig",
+		"metadata": map[string]interface{}{"name": "a", "generation": int64(2)}}}
+	var old []interface{}
+	for _, c := range []metav1.Condition{
+		{Type: Ready, Status: metav1.ConditionTrue, Reason: "Syncing", LastTransitionTime: then},
+		{Type: SelectionValid, Status: metav1.ConditionTrue, Reason: "Resolved", LastTransitionTime: then},
+	} {
+		m, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&c)
+		old = append(old, m)
+	}
+	_ = unstructured.SetNestedSlice(cfg.Object, old, "status", "conditions")
+	body := StatusApply(cfg, []metav1.Condition{
+		{Type: Ready, Status: metav1.ConditionFalse, Reason: "SelectionProblems", ObservedGeneration: 2},
+		{Type: SelectionValid, Status: metav1.ConditionTrue, Reason: "Resolved", ObservedGeneration: 2},
+	}, now)
+	raw, _, _ := unstructured.NestedSlice(body.Object, "status", "conditions")
+	got := map[string]metav1.Condition{}
+	for _, r := range raw {
+		var c metav1.Condition
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(r.(map[string]interface{}), &c); err != nil {
+			t.Fatal(err)
+		}
+		got[c.Type] = c
+	}
+	if rt, st := got[Ready].LastTransitionTime, got[SelectionValid].LastTransitionTime; !rt.Equal(&now) || !st.Equal(&then) {
+		t.Errorf("transition times: Ready %v (want %v), SelectionValid %v (want %v)", got[Ready].LastTransitionTime, now, got[SelectionValid].LastTransitionTime, then)
+	}
+	if got[Ready].ObservedGeneration != 2 || body.GetName() != "a" || body.GetKind() != "SyncerConfig" {
+		t.Errorf("body: %v", body.Object)
+	}
+	if hb, _, _ := unstructured.NestedString(body.Object, "status", "lastSyncerHeartbeatTime"); hb != "2026-01-02T00:00:00Z" {
+		t.Errorf("heartbeat %q", hb)
+	}
+}

@@ -1,0 +1,223 @@
+package downsync
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/kubestellar/syncer/pkg/framework"
+	"github.com/kubestellar/syncer/pkg/logging"
+	"github.com/kubestellar/syncer/pkg/mapping"
+	"github.com/kubestellar/syncer/pkg/metrics"
+	"github.com/kubestellar/syncer/pkg/selection"
+)
+
+// DefaultFieldManager is the server-side apply field manager of downsync writes.
+const DefaultFieldManager = "kubestellar-syncer"
+
+var namespaceGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
+// Resource is how one resource maps for downsync.
+type Resource struct {
+	// Upstream is where objects are read; empty for a leftover (a resource watched downstream only
+	// to delete, or hold, the objects the syncer owns there).
+	Upstream schema.GroupVersionResource
+	// Downstream is where objects are written; empty while the edge does not serve the resource.
+	Downstream schema.GroupVersionResource
+	// Namespaced tells whether objects of the resource live in namespaces.
+	Namespaced bool
+}
+
+// KeyGVR is the GVR of the resource's queue keys: the upstream version when selected, so that events
+// of both sides for one object make one key.
+func (r Resource) KeyGVR() schema.GroupVersionResource {
+	if !r.Upstream.Empty() {
+		return r.Upstream
+	}
+	return r.Downstream
+}
+
+// Selection is what the controller needs to know of the engine's current selection.
+type Selection interface {
+	// Resource tells how a resource maps, if downsync looks after it (selected or a leftover).
+	Resource(gr schema.GroupResource) (Resource, bool)
+	// Matches tells whether an upstream object is selected.
+	Matches(gr schema.GroupResource, namespace, name string) bool
+	// Mentions tells whether any config names the resource, served or not.
+	Mentions(gr schema.GroupResource) bool
+	// NamespacedResources lists the selected namespaced resources read upstream.
+	NamespacedResources() []Resource
+}
+
+// Config is what NewController needs.
+type Config struct {
+	Downstream          dynamic.Interface
+	UpstreamInformers   framework.Informers
+	DownstreamInformers framework.Informers
+	Selection           Selection
+	Metrics             *metrics.Metrics
+	// Recorder, if set, records conflicts and writes the edge refuses for good as Events on the
+	// upstream object.
+	Recorder record.EventRecorder
+	// SyncTargetName names the edge in Events.
+	SyncTargetName string
+	// Mapping is the syncer's identity as written into the marks.
+	Mapping mapping.Options
+	// FieldManager is the server-side apply field manager (DefaultFieldManager when empty).
+	FieldManager string
+	// AdoptExisting lets the syncer take over downstream objects that exist without its mark.
+	AdoptExisting bool
+	// ConflictRecheckPeriod is how often an object blocked by an unowned downstream object is looked
+	// at again (a minute when zero).
+	ConflictRecheckPeriod time.Duration
+	// OnOwnedDeleted, if set, is told the resource of every object deleted downstream, so that the
+	// engine can stop watching a leftover resource once nothing of the syncer's is left in it.
+	OnOwnedDeleted func(schema.GroupResource)
+}
+
+// Controller is the downsync controller.
+type Controller struct {
+	cfg    Config
+	queue  *framework.Queue
+	writes *framework.Writes
+}
+
+// NewController wires the controller; it does no API I/O.
+func NewController(cfg Config) (*Controller, error) {
+	if cfg.Downstream == nil || cfg.UpstreamInformers == nil || cfg.DownstreamInformers == nil || cfg.Selection == nil || cfg.Metrics == nil {
+		return nil, errors.New("downsync: client, informers, selection and metrics are required")
+	}
+	if cfg.FieldManager == "" {
+		cfg.FieldManager = DefaultFieldManager
+	}
+	if cfg.ConflictRecheckPeriod <= 0 {
+		cfg.ConflictRecheckPeriod = time.Minute
+	}
+	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Downsync, cfg.Metrics, cfg.Recorder)}
+	c.queue = framework.NewQueue(metrics.Downsync, cfg.Metrics.WorkqueueProvider(), c.process)
+	return c, nil
+}
+
+// Queue is the controller's queue (for its failures).
+func (c *Controller) Queue() *framework.Queue { return c.queue }
+
+// Writes is the controller's write path (for its conflicts).
+func (c *Controller) Writes() *framework.Writes { return c.writes }
+
+// Run starts the workers and blocks until ctx is done and they have exited.
+func (c *Controller) Run(ctx context.Context, workers int) { c.queue.Run(ctx, workers) }
+
+// Relevant tells whether a key still concerns downsync: its resource is looked after and, when it is
+// read upstream, the object is selected. Conflicts and failures of other keys are pruned.
+func (c *Controller) Relevant(key framework.Key) bool {
+	gr := key.GVR.GroupResource()
+	r, ok := c.cfg.Selection.Resource(gr)
+	if !ok {
+		return false
+	}
+	return r.Upstream.Empty() || c.cfg.Selection.Matches(gr, key.Namespace, key.Name)
+}
+
+// Prune forgets the conflicts and failures of keys that are no longer Relevant: nothing processes
+// them again, so they would otherwise be reported for good.
+func (c *Controller) Prune() {
+	c.writes.Conflicts().Prune(c.Relevant)
+	c.queue.Prune(c.Relevant)
+}
+
+// Handler returns the event handler of one side's informer for a resource. Downstream it follows
+// only the objects the syncer owns (and Namespaces, for the objects waiting on them); status-only
+// changes are status return's business, not downsync's.
+func (c *Controller) Handler(downstream bool, gvr schema.GroupVersionResource) cache.ResourceEventHandler {
+	gr := gvr.GroupResource()
+	side := "upstream"
+	if downstream {
+		side = "downstream"
+	}
+	enqueue := func(u *unstructured.Unstructured, why string) {
+		r, ok := c.cfg.Selection.Resource(gr)
+		if !ok {
+			return // an upsync-only resource
+		}
+		key := framework.Key{GVR: r.KeyGVR(), Namespace: u.GetNamespace(), Name: u.GetName()}
+		klog.V(logging.Trace).Info("Enqueue", "key", key.String(), "side", side, "reason", why)
+		c.queue.Add(key)
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) {
+			u := framework.ObjectOf(obj)
+			if u == nil {
+				return
+			}
+			if downstream && gvr == namespaceGVR {
+				c.enqueueNamespace(u.GetName()) // objects waiting for this namespace can go now
+			}
+			if !downstream || mapping.OwnedDownstream(u) {
+				enqueue(u, "added")
+			}
+		},
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			o, n := framework.ObjectOf(oldObj), framework.ObjectOf(newObj)
+			if o == nil || n == nil || mapping.EqualApartFromStatus(o, n) {
+				return // a status write (or a resync)
+			}
+			if downstream && !mapping.OwnedDownstream(o) && !mapping.OwnedDownstream(n) {
+				return // an edge object (seen when the resource is also upsynced)
+			}
+			enqueue(n, "updated")
+		},
+		DeleteFunc: func(obj interface{}) {
+			u := framework.ObjectOf(obj)
+			if u == nil {
+				return
+			}
+			enqueue(u, "deleted")
+			if downstream && c.cfg.OnOwnedDeleted != nil {
+				c.cfg.OnOwnedDeleted(gr)
+			}
+		},
+	}
+}
+
+// EnqueueResource enqueues every object of a resource that either side's cache holds.
+func (c *Controller) EnqueueResource(gr schema.GroupResource) {
+	r, ok := c.cfg.Selection.Resource(gr)
+	if !ok {
+		return
+	}
+	add := func(ns, name string) { c.queue.Add(framework.Key{GVR: r.KeyGVR(), Namespace: ns, Name: name}) }
+	if !r.Upstream.Empty() {
+		framework.ForEachKey(c.cfg.UpstreamInformers, r.Upstream, add)
+	}
+	if !r.Downstream.Empty() {
+		framework.ForEachKey(c.cfg.DownstreamInformers, r.Downstream, add)
+	}
+}
+
+// enqueueNamespace enqueues the upstream objects in a namespace, for every selected resource.
+func (c *Controller) enqueueNamespace(namespace string) {
+	for _, r := range c.cfg.Selection.NamespacedResources() {
+		inf, ok := c.cfg.UpstreamInformers.Synced(r.Upstream)
+		if !ok {
+			continue
+		}
+		keys, err := inf.GetIndexer().IndexKeys(cache.NamespaceIndex, namespace)
+		if err != nil {
+			continue
+		}
+		for _, k := range keys {
+			_, name, _ := cache.SplitMetaNamespaceKey(k)
+			c.queue.Add(framework.Key{GVR: r.KeyGVR(), Namespace: namespace, Name: name})
+		}
+	}
+}
+
+// isNamespaces tells whether a resource is the core Namespace resource.
+func isNamespaces(gr schema.GroupResource) bool { return gr == selection.NamespacesResource }

@@ -1,0 +1,11 @@
+// Package downsync is the downsync controller: one named, rate-limited queue keyed by
+// {GVR, namespace, name} whose workers make each downstream object match its upstream counterpart —
+// created or updated by server-side apply when it is selected, deleted when it is owned and no
+// longer selected (or gone upstream), held when its API is merely missing upstream.
+//
+// It reads both sides only through informer caches and writes only downstream, through the shared
+// write path of pkg/framework (which also records Events on upstream objects). It never writes an
+// object without the syncer's mark unless told to adopt, and never touches a Namespace that existed
+// before it. What is selected comes from a Selection view the engine provides; this package does not
+// resolve configs or run informers.
+package downsync

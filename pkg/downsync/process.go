@@ -1,0 +1,159 @@
+package downsync
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+
+	"github.com/kubestellar/syncer/pkg/framework"
+	"github.com/kubestellar/syncer/pkg/logging"
+	"github.com/kubestellar/syncer/pkg/mapping"
+	"github.com/kubestellar/syncer/pkg/metrics"
+)
+
+// process makes the downstream object of one key match its upstream counterpart: create or update it
+// when it is selected, delete it when it is owned and no longer selected. It returns a delay when the
+// key must be looked at again later for a reason that is not an error.
+func (c *Controller) process(ctx context.Context, key framework.Key) (time.Duration, error) {
+	logger := klog.FromContext(ctx)
+	gr := key.GVR.GroupResource()
+	r, ok := c.cfg.Selection.Resource(gr)
+	if !ok {
+		return 0, nil // no longer looked after; a resolve that brings it back enqueues it again
+	}
+	if r.Downstream.Empty() {
+		logger.V(logging.Skip).Info("Waiting for the resource to be served downstream")
+		return 0, nil // the informer's sync will enqueue it again
+	}
+	downObj, synced, err := framework.Cached(c.cfg.DownstreamInformers, r.Downstream, key.Namespace, key.Name)
+	if err != nil || !synced {
+		return 0, err // not synced: enqueued again when the downstream cache syncs
+	}
+	var upObj *unstructured.Unstructured
+	if !r.Upstream.Empty() {
+		if upObj, synced, err = framework.Cached(c.cfg.UpstreamInformers, r.Upstream, key.Namespace, key.Name); err != nil || !synced {
+			return 0, err // not synced: enqueued again when the upstream cache syncs
+		}
+	}
+
+	// Copies upsync wrote upstream are never downsynced back.
+	wanted := upObj != nil && upObj.GetDeletionTimestamp() == nil && !mapping.OwnedUpstream(upObj) &&
+		c.cfg.Selection.Matches(gr, key.Namespace, key.Name)
+	if wanted {
+		return c.apply(ctx, key, r, upObj, downObj)
+	}
+	if r.Upstream.Empty() && c.cfg.Selection.Mentions(gr) {
+		// Selected, but the API is not served upstream right now: hold, never delete on a guess.
+		logger.V(logging.Skip).Info("Holding: resource selected but not served upstream")
+		return 0, nil
+	}
+	return 0, c.delete(ctx, key, r, downObj)
+}
+
+// delete deletes an owned downstream object that is no longer wanted.
+func (c *Controller) delete(ctx context.Context, key framework.Key, r Resource, downObj *unstructured.Unstructured) error {
+	c.writes.ClearConflict(key)
+	switch {
+	case downObj == nil || !mapping.OwnedDownstream(downObj) || downObj.GetDeletionTimestamp() != nil:
+		return nil
+	case mapping.CreateOnly(downObj):
+		klog.FromContext(ctx).V(logging.Skip).Info("Not deleting a create-only object", "annotation", mapping.OverwriteAnnotation)
+		return nil
+	}
+	client := c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace)
+	return c.writes.DeleteOwned(ctx, client, key, downObj, "Deleted downstream object")
+}
+
+// apply creates or updates the downstream object of a wanted upstream object.
+func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, upObj, downObj *unstructured.Unstructured) (time.Duration, error) {
+	logger := klog.FromContext(ctx)
+	desired, err := mapping.ToDownstream(upObj, c.cfg.Mapping)
+	if err != nil {
+		c.cfg.Metrics.Writes.WithLabelValues(metrics.Downsync, key.GVR.GroupResource().String(), metrics.Error).Inc()
+		logger.Error(err, "Cannot map the upstream object; not retrying until it changes")
+		return 0, nil
+	}
+	if r.Namespaced {
+		if wait, err := c.namespaceMissing(key.Namespace); err != nil || wait {
+			if wait {
+				logger.V(logging.Skip).Info("Waiting for the namespace downstream")
+			}
+			return 0, err // the namespace's arrival enqueues this key again
+		}
+	}
+	creating := downObj == nil
+	if creating {
+		if downObj, err = c.existing(ctx, key, r); err != nil {
+			return 0, err
+		}
+		creating = downObj == nil
+	}
+	if downObj != nil && !mapping.OwnedDownstream(downObj) {
+		if isNamespaces(key.GVR.GroupResource()) {
+			// A namespace that was there before the syncer: use it, leave it alone (even when adopting).
+			logger.V(logging.Skip).Info("Namespace exists downstream and is not the syncer's; using it as it is")
+			return 0, nil
+		}
+		if !c.cfg.AdoptExisting {
+			c.writes.Conflict(ctx, key, upObj,
+				fmt.Sprintf("Not writing downstream: %s exists downstream without the syncer's mark %s=%s (pass --adopt-existing to take it over)",
+					key.String(), mapping.DownsyncedAnnotation, mapping.MarkOf(desired)),
+				"Conflict", fmt.Sprintf("Not written to sync target %s: an object of that name exists there without the syncer's mark (the syncer may take it over with --adopt-existing)",
+					c.cfg.SyncTargetName))
+			return c.cfg.ConflictRecheckPeriod, nil
+		}
+	}
+	c.writes.ClearConflict(key)
+	if downObj != nil && mapping.OwnedDownstream(downObj) && mapping.CreateOnly(upObj) {
+		logger.V(logging.Skip).Info("Create-only object exists downstream; not updating it", "annotation", mapping.OverwriteAnnotation)
+		return 0, nil
+	}
+	if mapping.UpToDate(desired, downObj) {
+		logger.V(logging.Skip).Info("Downstream object is up to date")
+		return 0, nil
+	}
+	_, err = c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace).Apply(ctx, key.Name, desired,
+		metav1.ApplyOptions{FieldManager: c.cfg.FieldManager, Force: true})
+	if err != nil {
+		what := "applying downstream"
+		if apierrors.IsNotFound(err) && r.Namespaced {
+			what = "applying downstream (is the namespace there yet?)"
+		}
+		return 0, c.writes.Failed(key, upObj, "ApplyFailed", what+" to sync target "+c.cfg.SyncTargetName, err)
+	}
+	if creating {
+		c.writes.Applied(ctx, key, metrics.Created, "Created downstream object")
+	} else {
+		c.writes.Applied(ctx, key, metrics.Updated, "Updated downstream object")
+	}
+	return 0, nil
+}
+
+// existing reads an object the downstream cache cannot show: the cache holds only the syncer's own
+// objects, so make sure nobody else's object has this name. The read is served from the apiserver's
+// watch cache (resourceVersion "0"), not from etcd.
+func (c *Controller) existing(ctx context.Context, key framework.Key, r Resource) (*unstructured.Unstructured, error) {
+	live, err := c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{ResourceVersion: "0"})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("looking for an existing downstream object: %w", err)
+	}
+	return live, nil
+}
+
+// namespaceMissing tells whether a namespaced object must wait for its namespace downstream: it is
+// absent or terminating. The downstream namespace informer sees every namespace.
+func (c *Controller) namespaceMissing(namespace string) (bool, error) {
+	ns, synced, err := framework.Cached(c.cfg.DownstreamInformers, namespaceGVR, "", namespace)
+	if err != nil || !synced {
+		return !synced, err
+	}
+	return ns == nil || ns.GetDeletionTimestamp() != nil, nil
+}

@@ -1,0 +1,245 @@
+package downsync
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
+	"github.com/kubestellar/syncer/pkg/framework"
+	"github.com/kubestellar/syncer/pkg/framework/fakeinformers"
+	"github.com/kubestellar/syncer/pkg/mapping"
+	"github.com/kubestellar/syncer/pkg/metrics"
+	"github.com/kubestellar/syncer/pkg/selection"
+)
+
+var cmGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
+func u(apiVersion, kind, ns, name string, data map[string]interface{}) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": apiVersion, "kind": kind}}
+	o.SetNamespace(ns)
+	o.SetName(name)
+	if data != nil {
+		o.Object["data"] = data
+	}
+	return o
+}
+
+// view is a Selection over a real merged selection and a fixed resource table.
+type view struct {
+	sel       *selection.Selection
+	resources map[schema.GroupResource]Resource
+}
+
+func (v *view) Resource(gr schema.GroupResource) (Resource, bool) {
+	r, ok := v.resources[gr]
+	return r, ok
+}
+func (v *view) Matches(gr schema.GroupResource, ns, name string) bool {
+	return v.sel.Matches(gr, ns, name)
+}
+func (v *view) Mentions(gr schema.GroupResource) bool { return v.sel.Mentions(gr) }
+func (v *view) NamespacedResources() []Resource {
+	var out []Resource
+	for _, r := range v.resources {
+		if r.Namespaced && !r.Upstream.Empty() {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// selecting is a view selecting every ConfigMap in the given namespaces, served on both sides.
+func selecting(namespaces ...string) *view {
+	sel, _ := selection.Merge([]*edgev1.SyncerConfig{{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: edgev1.SyncerConfigSpec{
+		NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: namespaces,
+			Resources: []edgev1.NamespaceScopeDownsyncResource{{GroupResource: metav1.GroupResource{Resource: "configmaps"}, APIVersion: "v1"}}},
+	}}})
+	return &view{sel: sel, resources: map[schema.GroupResource]Resource{
+		cmGVR.GroupResource():        {Upstream: cmGVR, Downstream: cmGVR, Namespaced: true},
+		namespaceGVR.GroupResource(): {Upstream: namespaceGVR, Downstream: namespaceGVR},
+	}}
+}
+
+type harness struct {
+	c       *Controller
+	down    *dynamicfake.FakeDynamicClient
+	m       *metrics.Metrics
+	upCache fakeinformers.Informers
+}
+
+// newHarness preloads the caches of both sides (the downstream cache with the owned objects only, as
+// the real label-filtered informer would) and a fake downstream client holding every object given.
+func newHarness(t *testing.T, v *view, up, down []*unstructured.Unstructured) *harness {
+	t.Helper()
+	var downObjs []runtime.Object
+	var upCMs, upNS, downCMs, downNS []*unstructured.Unstructured
+	for _, o := range up {
+		if o.GetKind() == "Namespace" {
+			upNS = append(upNS, o)
+		} else {
+			upCMs = append(upCMs, o)
+		}
+	}
+	for _, o := range down {
+		downObjs = append(downObjs, o.DeepCopy())
+		switch {
+		case o.GetKind() == "Namespace":
+			downNS = append(downNS, o)
+		case mapping.OwnedDownstream(o):
+			downCMs = append(downCMs, o)
+		}
+	}
+	kinds := map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList", namespaceGVR: "NamespaceList"}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), kinds, downObjs...)
+	client.PrependReactor("patch", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		o := &unstructured.Unstructured{}
+		return true, o, o.UnmarshalJSON(a.(clienttesting.PatchAction).GetPatch())
+	})
+	m := metrics.New(prometheus.NewRegistry())
+	upCache := fakeinformers.Informers{cmGVR: fakeinformers.With(upCMs...), namespaceGVR: fakeinformers.With(upNS...)}
+	c, err := NewController(Config{
+		Downstream:          client,
+		UpstreamInformers:   upCache,
+		DownstreamInformers: fakeinformers.Informers{cmGVR: fakeinformers.With(downCMs...), namespaceGVR: fakeinformers.With(downNS...)},
+		Selection:           v,
+		Metrics:             m,
+		Mapping:             mapping.Options{OwnerLabelValue: "t"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{c: c, down: client, m: m, upCache: upCache}
+}
+
+func (h *harness) actions() []string {
+	var out []string
+	for _, a := range h.down.Actions() {
+		out = append(out, a.GetVerb()+" "+a.GetResource().Resource)
+	}
+	return out
+}
+
+func owned(t *testing.T, up *unstructured.Unstructured) *unstructured.Unstructured {
+	d, err := mapping.ToDownstream(up, mapping.Options{OwnerLabelValue: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.SetUID("down-uid")
+	return d
+}
+
+var (
+	upCM    = u("v1", "ConfigMap", "a", "x", map[string]interface{}{"k": "v"})
+	nsA     = u("v1", "Namespace", "", "a", nil)
+	key     = framework.Key{GVR: cmGVR, Namespace: "a", Name: "x"}
+	unowned = u("v1", "ConfigMap", "a", "x", map[string]interface{}{"k": "theirs"})
+)
+
+func objs(os ...*unstructured.Unstructured) []*unstructured.Unstructured { return os }
+
+func TestProcess(t *testing.T) {
+	drifted := owned(t, upCM)
+	drifted.Object["data"] = map[string]interface{}{"k": "edited"}
+	for _, tc := range []struct {
+		name     string
+		view     *view
+		up, down []*unstructured.Unstructured
+		want     []string
+		result   string // writes_total result label that must be 1
+		requeue  bool
+	}{
+		{name: "new object is created with one read of the watch cache", view: selecting("a"), up: objs(upCM, nsA), down: objs(nsA),
+			want: []string{"get configmaps", "patch configmaps"}, result: metrics.Created},
+		{name: "up to date: no request", view: selecting("a"), up: objs(upCM, nsA), down: objs(nsA, owned(t, upCM))},
+		{name: "drifted: applied again", view: selecting("a"), up: objs(upCM, nsA), down: objs(nsA, drifted),
+			want: []string{"patch configmaps"}, result: metrics.Updated},
+		{name: "waits for its namespace without a request", view: selecting("a"), up: objs(upCM, nsA)},
+		{name: "unowned object is not overwritten", view: selecting("a"), up: objs(upCM, nsA), down: objs(nsA, unowned),
+			want: []string{"get configmaps"}, result: metrics.Conflict, requeue: true},
+		{name: "deselected owned object is deleted", view: selecting("b"), up: objs(upCM, nsA), down: objs(nsA, owned(t, upCM)),
+			want: []string{"delete configmaps"}, result: metrics.Deleted},
+		{name: "deleted upstream: deleted downstream", view: selecting("a"), up: objs(nsA), down: objs(nsA, owned(t, upCM)),
+			want: []string{"delete configmaps"}, result: metrics.Deleted},
+		{name: "unowned object is never deleted", view: selecting("b"), up: objs(nsA), down: objs(nsA, unowned)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.view, tc.up, tc.down)
+			requeue, err := h.c.process(context.Background(), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, h.actions()); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+			if (requeue > 0) != tc.requeue {
+				t.Errorf("requeueAfter = %v", requeue)
+			}
+			if tc.result != "" {
+				if got := testutil.ToFloat64(h.m.Writes.WithLabelValues(metrics.Downsync, "configmaps", tc.result)); got != 1 {
+					t.Errorf("writes_total{result=%s} = %v, want 1", tc.result, got)
+				}
+			}
+			for _, a := range h.down.Actions() {
+				if p, ok := a.(clienttesting.PatchAction); ok && !strings.Contains(string(p.GetPatch()), mapping.OwnerLabel) {
+					t.Errorf("applied object lacks the owner label: %s", p.GetPatch())
+				}
+				if d, ok := a.(clienttesting.DeleteAction); ok {
+					if pre := d.GetDeleteOptions().Preconditions; pre == nil || pre.UID == nil || *pre.UID != "down-uid" {
+						t.Errorf("delete without the UID precondition: %+v", d.GetDeleteOptions())
+					}
+				}
+			}
+			if cached, _ := framework.GetFromCache(h.upCache[cmGVR], "a", "x"); cached != nil && !cmp.Equal(cached.Object, upCM.Object) {
+				t.Errorf("the cache's object was mutated: %v", cached.Object)
+			}
+		})
+	}
+}
+
+// TestProcessHoldsWhenAPIMissingUpstream: a resource the config names but the upstream does not
+// serve (a leftover for resolution) is never deleted downstream.
+func TestProcessHoldsWhenAPIMissingUpstream(t *testing.T) {
+	v := selecting("a")
+	v.resources[cmGVR.GroupResource()] = Resource{Downstream: cmGVR, Namespaced: true} // not read upstream
+	h := newHarness(t, v, objs(nsA), objs(nsA, owned(t, upCM)))
+	if _, err := h.c.process(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	if a := h.actions(); len(a) != 0 {
+		t.Fatalf("actions %v, want none", a)
+	}
+}
+
+// TestConflictClearedWhenResourceLeaves is the regression test of a conflict that outlived its
+// resource: once the resource leaves the selection nothing processes the key again, so Prune must
+// forget it, or Ready stays False for good.
+func TestConflictClearedWhenResourceLeaves(t *testing.T) {
+	v := selecting("a")
+	h := newHarness(t, v, objs(upCM, nsA), objs(nsA, unowned))
+	if _, err := h.c.process(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := h.c.Writes().Conflicts().Problems(5); n != 1 {
+		t.Fatalf("conflicts = %d, want 1", n)
+	}
+	h.c.Prune()
+	if n, _ := h.c.Writes().Conflicts().Problems(5); n != 1 {
+		t.Fatalf("a conflict of a selected object was pruned: %d", n)
+	}
+	delete(v.resources, cmGVR.GroupResource()) // the config no longer names ConfigMaps
+	h.c.Prune()
+	if n, ex := h.c.Writes().Conflicts().Problems(5); n != 0 {
+		t.Fatalf("conflicts after the resource left = %d %v, want 0", n, ex)
+	}
+}

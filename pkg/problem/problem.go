@@ -1,0 +1,88 @@
+package problem
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Kind says what sort of problem it is. Kinds are a closed set.
+type Kind string
+
+// Kinds of problems in the selection (found when the SyncerConfigs are resolved against discovery).
+const (
+	// InvalidConfig is a SyncerConfig, or an entry of one, that cannot be read.
+	InvalidConfig Kind = "InvalidConfig"
+	// UnknownResource is a resource a config names that the side it is read from does not serve.
+	UnknownResource Kind = "UnknownResource"
+	// WrongScope is a namespaced resource listed as cluster-scoped, or the other way round.
+	WrongScope Kind = "WrongScope"
+	// NotSyncable is a resource without the verbs the syncer needs (list, watch, get, create, ...).
+	NotSyncable Kind = "NotSyncable"
+	// NotServedDownstream is a selected resource the edge does not serve (yet), or not at the
+	// version upstream serves; its objects wait.
+	NotServedDownstream Kind = "NotServedDownstream"
+	// NotServedUpstream is an upsync resource the upstream does not serve; its objects are not upsynced.
+	NotServedUpstream Kind = "NotServedUpstream"
+	// Unsupported is a request the syncer does not carry out (upsyncing CRDs, say).
+	Unsupported Kind = "Unsupported"
+)
+
+// Kinds of problems with objects (found by the controllers).
+const (
+	// Conflict is an object the syncer would write that exists without its mark.
+	Conflict Kind = "Conflict"
+	// SyncFailed is an object whose last sync attempt failed; it is retried with backoff.
+	SyncFailed Kind = "SyncFailed"
+)
+
+// Problem is one problem.
+type Problem struct {
+	Kind Kind
+	// Config names the SyncerConfig the problem comes from; empty when it concerns every config.
+	Config string
+	// Field is where in the config, e.g. "namespaceScope.resources[0]".
+	Field string
+	// Resource is the resource concerned, if any.
+	Resource schema.GroupResource
+	// Object is "namespace/name" (or "name") of the object concerned, if any.
+	Object string
+	// Reason says what is wrong, in words for a user; it does not repeat the fields above.
+	Reason string
+}
+
+// String renders the problem for a person: where it is, then why.
+func (p Problem) String() string {
+	var b strings.Builder
+	if p.Config != "" {
+		fmt.Fprintf(&b, "SyncerConfig %s", p.Config)
+		if p.Field != "" {
+			b.WriteString(": " + p.Field)
+		}
+		b.WriteString(": ")
+	} else if p.Field != "" {
+		b.WriteString(p.Field + ": ")
+	}
+	if p.Object != "" {
+		b.WriteString(ResourceString(p.Resource) + " " + p.Object + ": ")
+	}
+	b.WriteString(p.Reason)
+	return b.String()
+}
+
+// Concerns tells whether the problem is to be shown on the SyncerConfig of that name: it comes from
+// that config, or from none in particular.
+func (p Problem) Concerns(config string) bool { return p.Config == "" || p.Config == config }
+
+// ResourceString names a resource as kubectl does: "configmaps", "deployments.apps".
+func ResourceString(gr schema.GroupResource) string { return gr.String() }
+
+// Strings renders problems, one string each.
+func Strings(ps []Problem) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return out
+}

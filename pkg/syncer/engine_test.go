@@ -1,0 +1,74 @@
+package syncer
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	discoveryfake "k8s.io/client-go/discovery/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
+	"github.com/kubestellar/syncer/pkg/informermanager"
+	"github.com/kubestellar/syncer/pkg/metrics"
+)
+
+func fakeSide(objs ...runtime.Object) (*dynamicfake.FakeDynamicClient, *discoveryfake.FakeDiscovery) {
+	kinds := map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList", secretGVR: "SecretList", namespaceGVR: "NamespaceList",
+		crdGVR: "CustomResourceDefinitionList", edgev1.SyncerConfigResource: "SyncerConfigList"}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), kinds, objs...)
+	disc := &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{Resources: []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{
+		{Name: "configmaps", Kind: "ConfigMap", Namespaced: true, Verbs: verbs},
+		{Name: "namespaces", Kind: "Namespace", Verbs: verbs},
+	}}}}}
+	return client, disc
+}
+
+// TestRunStopsEverything: when Run returns, every goroutine it started has exited (workers, resolver,
+// heartbeat, informers), and its informer managers start nothing any more — the order of shutdown
+// that keeps informers alive until their users have stopped.
+func TestRunStopsEverything(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	cfg := &unstructured.Unstructured{}
+	cfg.SetUnstructuredContent(syncerConfig("a", namespaceScope([]interface{}{"demo"}, "configmaps")).Object)
+	up, upDisc := fakeSide(cfg, ownedCM("demo", "x"))
+	down, downDisc := fakeSide()
+	s, err := New(Config{UpstreamDynamic: up, UpstreamDiscovery: upDisc, DownstreamDynamic: down, DownstreamDiscovery: downDisc,
+		SyncTargetName: "edge1", Workers: 2, StatusWorkers: 1, UpsyncWorkers: 1, HeartbeatPeriod: 50 * time.Millisecond,
+		DiscoveryRefreshPeriod: 50 * time.Millisecond, Metrics: metrics.New(prometheus.NewRegistry())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return s.Ready() == nil && len(s.up.Running()) == 2, nil
+	}); err != nil {
+		t.Fatalf("never ready: %v; running upstream %v", s.Ready(), s.up.Running())
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	if s.Ready() == nil {
+		t.Error("ready after Run returned")
+	}
+	s.up.Set(map[schema.GroupVersionResource]informermanager.Spec{secretGVR: {}})
+	if running := s.up.Running(); len(running) != 0 {
+		t.Errorf("informers running after Run returned: %v", running)
+	}
+}

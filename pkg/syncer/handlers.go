@@ -1,0 +1,71 @@
+package syncer
+
+import (
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubestellar/syncer/pkg/framework"
+	"github.com/kubestellar/syncer/pkg/selection"
+)
+
+// sideHandlers connects one side's informers to the downsync, status and upsync queues.
+type sideHandlers struct {
+	s          *Syncer
+	downstream bool
+}
+
+// HandlerFor passes each event of a resource's informer to the three controllers, each of which
+// keeps what concerns it.
+func (h sideHandlers) HandlerFor(gvr schema.GroupVersionResource) cache.ResourceEventHandler {
+	return fanOut{h.s.downsync.Handler(h.downstream, gvr), h.s.status.Handler(h.downstream, gvr), h.s.upsync.Handler(h.downstream, gvr)}
+}
+
+// Synced enqueues everything of a resource once its cache has synced (keys seen before were passed
+// over), and lets the resolver look again at a leftover resource that may have emptied.
+func (h sideHandlers) Synced(gvr schema.GroupVersionResource) {
+	h.s.updateInformerGauges()
+	gr := gvr.GroupResource()
+	h.s.downsync.EnqueueResource(gr)
+	h.s.status.EnqueueResource(gr)
+	h.s.upsync.EnqueueResource(gr)
+	if h.downstream {
+		h.s.leftoverMayBeEmpty(gr)
+	} else {
+		h.s.upLeftoverMayBeEmpty(gr)
+	}
+}
+
+// fanOut passes each event to several handlers.
+type fanOut []cache.ResourceEventHandler
+
+func (f fanOut) OnAdd(obj interface{}, isInInitialList bool) {
+	for _, h := range f {
+		h.OnAdd(obj, isInInitialList)
+	}
+}
+
+func (f fanOut) OnUpdate(oldObj, newObj interface{}) {
+	for _, h := range f {
+		h.OnUpdate(oldObj, newObj)
+	}
+}
+
+func (f fanOut) OnDelete(obj interface{}) {
+	for _, h := range f {
+		h.OnDelete(obj)
+	}
+}
+
+func objectOf(obj interface{}) *unstructured.Unstructured { return framework.ObjectOf(obj) }
+
+func grNames(m map[schema.GroupResource]*selection.Resource) []string {
+	out := make([]string, 0, len(m))
+	for gr := range m {
+		out = append(out, gr.String())
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,120 @@
+package syncer
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubestellar/syncer/pkg/mapping"
+	"github.com/kubestellar/syncer/pkg/selection"
+)
+
+// findLeftovers finds the downstream resources to watch for owned objects besides the selected ones:
+// those whose objects are no longer selected (to delete them) or whose API is missing upstream (to
+// hold them).
+func (r *resolver) findLeftovers(ctx context.Context, old *snapshot, down side, selected map[schema.GroupResource]*selection.Resource) (map[schema.GroupResource]schema.GroupVersionResource, error) {
+	carried := map[schema.GroupResource]schema.GroupVersionResource{}
+	maps.Copy(carried, old.leftovers)
+	for gr, res := range old.resources {
+		if res.ServedDownstream() {
+			carried[gr] = res.Downstream.GVR
+		}
+	}
+	return r.leftovers(ctx, leftoverSearch{
+		carried: carried, scanned: &r.scanned, client: r.downClnt, side: down, informers: r.down, label: mapping.OwnerLabel,
+		selected: func(gr schema.GroupResource) bool { s, ok := selected[gr]; return ok && s.ServedDownstream() },
+	})
+}
+
+// findUpsyncLeftovers finds the upstream resources, other than the upsync-selected ones, that hold
+// copies this syncer upsynced (to delete them).
+func (r *resolver) findUpsyncLeftovers(ctx context.Context, old *snapshot, up side, selected map[schema.GroupResource]*selection.Resource) (map[schema.GroupResource]schema.GroupVersionResource, error) {
+	carried := map[schema.GroupResource]schema.GroupVersionResource{}
+	maps.Copy(carried, old.upLeftovers)
+	for gr, res := range old.upsync {
+		carried[gr] = res.Upstream.GVR
+	}
+	return r.leftovers(ctx, leftoverSearch{
+		carried: carried, scanned: &r.upScanned, client: r.upClient, side: up, informers: r.up, label: mapping.UpsyncOwnerLabel,
+		selected: func(gr schema.GroupResource) bool { _, ok := selected[gr]; return ok },
+	})
+}
+
+// leftoverSearch is where to look for objects of this syncer outside the selection, on one side.
+type leftoverSearch struct {
+	carried   map[schema.GroupResource]schema.GroupVersionResource // candidates from the previous snapshot
+	scanned   *bool                                                // the scan at start was done
+	client    dynamic.Interface
+	side      side
+	informers informerSet
+	label     string // the label key whose value is this syncer's owner label value
+	selected  func(schema.GroupResource) bool
+}
+
+// leftovers are the carried candidates, plus those a scan of the label finds once at start; a
+// candidate is dropped when it is selected, once its cache holds nothing of ours, or when its API is
+// gone from that side (and its objects with it).
+func (r *resolver) leftovers(ctx context.Context, ls leftoverSearch) (map[schema.GroupResource]schema.GroupVersionResource, error) {
+	if !*ls.scanned {
+		found, err := scanOwned(ctx, ls.client, ls.side.index, ls.selected, ls.label+"="+r.ownerLabel)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(ls.carried, found)
+		*ls.scanned = true
+	}
+	out := map[schema.GroupResource]schema.GroupVersionResource{}
+	for gr, gvr := range ls.carried {
+		if ls.selected(gr) {
+			continue
+		}
+		if inf, ok := ls.informers.Synced(gvr); ok && !holdsLabelled(inf, ls.label, r.ownerLabel) {
+			continue // nothing of ours is left there
+		}
+		if _, served := ls.side.index.Lookup(gr, gvr.Version); !served && !ls.side.failed.Has(gr.Group) {
+			continue // the API is gone, and its objects with it
+		}
+		out[gr] = gvr
+	}
+	return out, nil
+}
+
+// scanOwned finds the resources of a side, other than those skipped, that hold an object with the
+// label selector: one LIST with limit 1 per resource. Resources the syncer may not list are passed over.
+func scanOwned(ctx context.Context, client dynamic.Interface, idx *selection.Index, skip func(schema.GroupResource) bool,
+	selector string) (map[schema.GroupResource]schema.GroupVersionResource, error) {
+	found := map[schema.GroupResource]schema.GroupVersionResource{}
+	for _, res := range idx.All() {
+		gr := res.GVR.GroupResource()
+		if skip(gr) || !res.Syncable() {
+			continue
+		}
+		list, err := client.Resource(res.GVR).List(ctx, metav1.ListOptions{LabelSelector: selector, Limit: 1})
+		switch {
+		case apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err):
+			continue // not ours to look at, or gone
+		case err != nil:
+			return nil, fmt.Errorf("looking for %s labelled %s: %w", gr, selector, err)
+		case len(list.Items) > 0:
+			found[gr] = res.GVR
+		}
+	}
+	return found, nil
+}
+
+// holdsLabelled tells whether an informer's cache holds an object with the label key=value.
+func holdsLabelled(inf cache.SharedIndexInformer, key, value string) bool {
+	for _, obj := range inf.GetStore().List() {
+		if u, ok := obj.(*unstructured.Unstructured); ok && u.GetLabels()[key] == value {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,113 @@
+package syncer
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubestellar/syncer/pkg/informermanager"
+	"github.com/kubestellar/syncer/pkg/mapping"
+	"github.com/kubestellar/syncer/pkg/metrics"
+	"github.com/kubestellar/syncer/pkg/problem"
+)
+
+// Ready tells whether the syncer is doing its job: started, the selection resolved, every informer
+// synced, and both sides reachable. The error says what is missing.
+func (s *Syncer) Ready() error {
+	if !s.started.Load() || !s.resolved.Load() {
+		return fmt.Errorf("not started: waiting for the SyncerConfigs and CRDs to be listed")
+	}
+	for _, side := range s.sides() {
+		if running, synced := informerCounts(side.m); synced < running {
+			return fmt.Errorf("%d of %d %s informers not synced yet", running-synced, running, side.name)
+		}
+	}
+	for _, side := range []string{Upstream, Downstream} {
+		if ok, lastErr, since := s.cfg.Metrics.Reachability(side); !ok {
+			return fmt.Errorf("%s unreachable since %s: %s", side, since.Format(time.RFC3339), lastErr)
+		}
+	}
+	return nil
+}
+
+type namedSide struct {
+	name string
+	m    *informermanager.Manager
+}
+
+func (s *Syncer) sides() []namedSide { return []namedSide{{Upstream, s.up}, {Downstream, s.down}} }
+
+func informerCounts(m *informermanager.Manager) (running, synced int) {
+	for _, gvr := range m.Running() {
+		running++
+		if _, ok := m.Synced(gvr); ok {
+			synced++
+		}
+	}
+	return running, synced
+}
+
+func (s *Syncer) updateInformerGauges() {
+	for _, side := range s.sides() {
+		running, synced := informerCounts(side.m)
+		s.cfg.Metrics.InformersRunning.WithLabelValues(side.name).Set(float64(running))
+		s.cfg.Metrics.InformersSynced.WithLabelValues(side.name).Set(float64(synced))
+	}
+}
+
+// countObjects reports objects_managed: owned edge objects per downsynced resource, and upstream
+// copies per upsynced resource. It runs at scrape time over the caches.
+func (s *Syncer) countObjects(add func(direction, resource string, n int)) {
+	st := s.snapshot()
+	for gr, r := range st.resources {
+		if inf, ok := s.down.Synced(r.Downstream.GVR); ok && r.ServedDownstream() {
+			add(metrics.Downsync, gr.String(), countCached(inf, mapping.OwnedDownstream))
+		}
+	}
+	for gr, r := range st.upsync {
+		if inf, ok := s.up.Synced(r.Upstream.GVR); ok {
+			add(metrics.Upsync, gr.String(), countCached(inf, mapping.OwnedUpstream))
+		}
+	}
+}
+
+// countCached counts the objects of an informer's cache that satisfy pred.
+func countCached(inf cache.SharedIndexInformer, pred func(*unstructured.Unstructured) bool) int {
+	n := 0
+	for _, obj := range inf.GetStore().List() {
+		if u, ok := obj.(*unstructured.Unstructured); ok && pred(u) {
+			n++
+		}
+	}
+	return n
+}
+
+// sources is what the conditions are computed from: the current snapshot's problems, the
+// controllers' failing keys and conflicts, and the sides' reachability.
+type sources struct{ s *Syncer }
+
+func (src sources) SelectionProblems() []problem.Problem { return src.s.snapshot().problems }
+
+func (src sources) ObjectProblems(limit int) (failing, conflicts int, examples []problem.Problem) {
+	for _, q := range []interface {
+		Failures(int) (int, []problem.Problem)
+	}{src.s.downsync.Queue(), src.s.status.Queue(), src.s.upsync.Queue()} {
+		n, ex := q.Failures(limit)
+		failing += n
+		examples = append(examples, ex...)
+	}
+	for _, w := range []interface {
+		Problems(int) (int, []problem.Problem)
+	}{src.s.downsync.Writes().Conflicts(), src.s.upsync.Writes().Conflicts()} {
+		n, ex := w.Problems(limit)
+		conflicts += n
+		examples = append(examples, ex...)
+	}
+	return failing, conflicts, examples
+}
+
+func (src sources) Reachability(side string) (bool, string, time.Time) {
+	return src.s.cfg.Metrics.Reachability(side)
+}

@@ -1,0 +1,194 @@
+package syncer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
+	"github.com/kubestellar/syncer/pkg/informermanager"
+	"github.com/kubestellar/syncer/pkg/mapping"
+	"github.com/kubestellar/syncer/pkg/problem"
+	"github.com/kubestellar/syncer/pkg/selection"
+)
+
+// discoverer is the part of a discovery client the resolver uses.
+type discoverer interface {
+	ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav1.APIResourceList, error)
+}
+
+// informerSet is one side's informer manager as the resolver sees it.
+type informerSet interface {
+	Set(desired map[schema.GroupVersionResource]informermanager.Spec) []schema.GroupVersionResource
+	Synced(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, bool)
+}
+
+// resolver turns the SyncerConfigs and both sides' discovery into a snapshot, and makes the informers
+// match it. It runs on the engine's resolve goroutine only.
+type resolver struct {
+	configs            func() []*unstructured.Unstructured
+	upDisc, downDisc   discoverer
+	upClient, downClnt dynamic.Interface // for the leftover scans at start
+	up, down           informerSet
+	ownerLabel         string
+	// publish makes a snapshot current; called before informers start, so that their first events
+	// see it.
+	publish func(*snapshot)
+
+	scanned      bool   // leftovers scan done downstream
+	upScanned    bool   // upsync leftovers scan done upstream
+	lastProblems string // problems last logged
+}
+
+// side is one side's discovery: what it serves, and the groups whose discovery failed this time.
+type side struct {
+	index  *selection.Index
+	failed sets.Set[string]
+}
+
+// resolve recomputes the snapshot from old, publishes it and makes the informers match it.
+func (r *resolver) resolve(ctx context.Context, old *snapshot) (*snapshot, error) {
+	configs, problems := r.readConfigs()
+	sel, mergeProblems := selection.Merge(configs)
+	problems = append(problems, mergeProblems...)
+
+	up, err := discover(r.upDisc)
+	if err != nil {
+		return nil, fmt.Errorf("upstream discovery: %w", err)
+	}
+	down, err := discover(r.downDisc)
+	if err != nil {
+		return nil, fmt.Errorf("downstream discovery: %w", err)
+	}
+	next := resolveSelection(sel, old, up, down)
+	next.problems = append(problems, next.problems...)
+	if next.leftovers, err = r.findLeftovers(ctx, old, down, next.resources); err != nil {
+		return nil, err
+	}
+	if next.upLeftovers, err = r.findUpsyncLeftovers(ctx, old, up, next.upsync); err != nil {
+		return nil, err
+	}
+	r.publish(next)
+	upSpecs, downSpecs := informerSpecs(next, r.ownerLabel)
+	r.up.Set(upSpecs)
+	r.down.Set(downSpecs)
+	r.logProblems(ctx, next.problems)
+	return next, nil
+}
+
+// readConfigs parses every cached SyncerConfig; malformed ones are problems and skipped.
+func (r *resolver) readConfigs() ([]*edgev1.SyncerConfig, []problem.Problem) {
+	var out []*edgev1.SyncerConfig
+	var problems []problem.Problem
+	for _, u := range r.configs() {
+		cfg, err := edgev1.FromUnstructured(u.Object)
+		if err != nil {
+			problems = append(problems, problem.Problem{Kind: problem.InvalidConfig, Config: u.GetName(), Reason: err.Error()})
+			continue
+		}
+		out = append(out, cfg)
+	}
+	return out, problems
+}
+
+// discover reads one side's discovery. Groups that fail are returned so that their resources can be
+// kept from the previous snapshot instead of being taken for gone.
+func discover(d discoverer) (side, error) {
+	groups, lists, err := d.ServerGroupsAndResources()
+	failed := sets.New[string]()
+	if err != nil {
+		var gdf *discovery.ErrGroupDiscoveryFailed
+		if !errors.As(err, &gdf) {
+			return side{}, err
+		}
+		for gv := range gdf.Groups {
+			failed.Insert(gv.Group)
+		}
+	}
+	return side{index: selection.NewIndex(groups, lists), failed: failed}, nil
+}
+
+// resolveSelection resolves the selection against both sides, keeping from old what a failed group
+// discovery would otherwise drop.
+func resolveSelection(sel *selection.Selection, old *snapshot, up, down side) *snapshot {
+	resources, problems := selection.Resolve(sel, up.index, down.index)
+	for gr, res := range old.resources {
+		if _, ok := resources[gr]; !ok && sel.Mentions(gr) && up.failed.Has(gr.Group) {
+			resources[gr] = res // discovery of its group failed this time; keep what worked
+			problems = slices.DeleteFunc(problems, func(p problem.Problem) bool { return p.Resource == gr })
+		}
+	}
+	for gr, res := range resources {
+		if prev := old.resources[gr]; !res.ServedDownstream() && prev != nil && prev.ServedDownstream() && down.failed.Has(gr.Group) {
+			res.Downstream = prev.Downstream
+		}
+		if !res.ServedDownstream() {
+			problems = append(problems, problem.Problem{Kind: problem.NotServedDownstream, Resource: gr,
+				Reason: fmt.Sprintf("resource %q version %s is not served downstream yet; its objects wait", gr, res.Upstream.GVR.Version)})
+		}
+	}
+	upsyncRes, upsyncProblems := selection.ResolveUpsync(sel, up.index, down.index)
+	for gr, res := range old.upsync {
+		if _, ok := upsyncRes[gr]; !ok && (up.failed.Has(gr.Group) || down.failed.Has(gr.Group)) && sel.UpsyncMentions(gr) {
+			upsyncRes[gr] = res // discovery of its group failed this time; keep what worked
+		}
+	}
+	return &snapshot{selection: sel, resources: resources, upsync: upsyncRes, problems: append(problems, upsyncProblems...)}
+}
+
+// informerSpecs are the informers a snapshot needs on each side. Downstream: every Namespace (objects
+// wait for theirs), and the owned objects of selected and leftover resources. Upstream: every object
+// of selected resources. Upsync sees every edge object of its resources and every upstream one (to
+// find conflicts); upsync leftovers only this syncer's copies.
+func informerSpecs(s *snapshot, ownerLabel string) (up, down map[schema.GroupVersionResource]informermanager.Spec) {
+	up = map[schema.GroupVersionResource]informermanager.Spec{}
+	down = map[schema.GroupVersionResource]informermanager.Spec{namespaceGVR: {}}
+	owned := informermanager.Spec{LabelSelector: mapping.OwnerLabel + "=" + ownerLabel}
+	for _, r := range s.resources {
+		up[r.Upstream.GVR] = informermanager.Spec{}
+		if r.ServedDownstream() && r.Downstream.GVR != namespaceGVR {
+			down[r.Downstream.GVR] = owned
+		}
+	}
+	for _, gvr := range s.leftovers {
+		if gvr != namespaceGVR {
+			down[gvr] = owned
+		}
+	}
+	for _, r := range s.upsync {
+		up[r.Upstream.GVR] = informermanager.Spec{}
+		down[r.Downstream.GVR] = informermanager.Spec{}
+	}
+	for _, gvr := range s.upLeftovers {
+		if _, ok := up[gvr]; !ok {
+			up[gvr] = informermanager.Spec{LabelSelector: mapping.UpsyncOwnerLabel + "=" + ownerLabel}
+		}
+	}
+	return up, down
+}
+
+// logProblems logs the problems at level 0 when they differ from those logged last.
+func (r *resolver) logProblems(ctx context.Context, problems []problem.Problem) {
+	texts := problem.Strings(problems)
+	slices.Sort(texts)
+	summary := strings.Join(texts, "\n")
+	if summary == r.lastProblems {
+		return
+	}
+	r.lastProblems = summary
+	logger := klog.FromContext(ctx)
+	for _, p := range problems {
+		logger.Error(nil, "Selection problem", "problem", p.String(), "kind", p.Kind, "syncerConfig", p.Config)
+	}
+}

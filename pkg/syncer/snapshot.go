@@ -1,0 +1,108 @@
+package syncer
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubestellar/syncer/pkg/downsync"
+	"github.com/kubestellar/syncer/pkg/problem"
+	"github.com/kubestellar/syncer/pkg/selection"
+	"github.com/kubestellar/syncer/pkg/status"
+	"github.com/kubestellar/syncer/pkg/upsync"
+)
+
+// snapshot is what the engine currently knows: the merged selection and the resources it resolved
+// to. It is immutable; the resolver publishes a new one after each resolution and the controllers
+// read whichever is current through the views below.
+type snapshot struct {
+	selection *selection.Selection
+	// resources are the selected resources served upstream.
+	resources map[schema.GroupResource]*selection.Resource
+	// leftovers are downstream resources watched only for owned objects that are no longer selected
+	// (to delete them) or whose API is missing upstream (to hold them).
+	leftovers map[schema.GroupResource]schema.GroupVersionResource
+	// upsync are the resources selected for upsync, served on both sides at one version.
+	upsync map[schema.GroupResource]*selection.Resource
+	// upLeftovers are upstream resources watched only for this syncer's upsynced copies whose
+	// resource left the upsync selection (to delete them).
+	upLeftovers map[schema.GroupResource]schema.GroupVersionResource
+	problems    []problem.Problem
+}
+
+func emptySnapshot() *snapshot {
+	return &snapshot{
+		resources: map[schema.GroupResource]*selection.Resource{}, leftovers: map[schema.GroupResource]schema.GroupVersionResource{},
+		upsync: map[schema.GroupResource]*selection.Resource{}, upLeftovers: map[schema.GroupResource]schema.GroupVersionResource{},
+	}
+}
+
+// downsyncResource tells how downsync sees a resource: selected (read upstream), or a leftover.
+func (s *snapshot) downsyncResource(gr schema.GroupResource) (downsync.Resource, bool) {
+	if r, ok := s.resources[gr]; ok {
+		down := r.Downstream.GVR
+		if down.Empty() {
+			down = s.leftovers[gr] // still watched downstream while the edge's discovery of it fails
+		}
+		return downsync.Resource{Upstream: r.Upstream.GVR, Downstream: down, Namespaced: r.Upstream.Namespaced}, true
+	}
+	if gvr, ok := s.leftovers[gr]; ok {
+		return downsync.Resource{Downstream: gvr}, true
+	}
+	return downsync.Resource{}, false
+}
+
+// The views show each controller the current snapshot through its own small interface.
+type (
+	downsyncView struct{ current func() *snapshot }
+	statusView   struct{ current func() *snapshot }
+	upsyncView   struct{ current func() *snapshot }
+)
+
+func (v downsyncView) Resource(gr schema.GroupResource) (downsync.Resource, bool) {
+	return v.current().downsyncResource(gr)
+}
+
+func (v downsyncView) Matches(gr schema.GroupResource, namespace, name string) bool {
+	return v.current().selection.Matches(gr, namespace, name)
+}
+
+func (v downsyncView) Mentions(gr schema.GroupResource) bool {
+	return v.current().selection.Mentions(gr)
+}
+
+func (v downsyncView) NamespacedResources() []downsync.Resource {
+	var out []downsync.Resource
+	for _, r := range v.current().resources {
+		if r.Upstream.Namespaced {
+			out = append(out, downsync.Resource{Upstream: r.Upstream.GVR, Downstream: r.Downstream.GVR, Namespaced: true})
+		}
+	}
+	return out
+}
+
+func (v statusView) Resource(gr schema.GroupResource) (status.Resource, bool) {
+	r, ok := v.current().resources[gr]
+	if !ok || !r.ServedDownstream() {
+		return status.Resource{}, false
+	}
+	return status.Resource{Upstream: r.Upstream.GVR, Downstream: r.Downstream.GVR, UpstreamHasStatus: r.Upstream.HasStatus}, true
+}
+
+func (v statusView) ReturnsStatus(gr schema.GroupResource, namespace, name string) bool {
+	return v.current().selection.ReturnsStatus(gr, namespace, name)
+}
+
+func (v upsyncView) Resource(gr schema.GroupResource) (upsync.Resource, bool) {
+	st := v.current()
+	if r, ok := st.upsync[gr]; ok {
+		return upsync.Resource{Upstream: r.Upstream.GVR, Downstream: r.Downstream.GVR, Namespaced: r.Downstream.Namespaced,
+			UpstreamHasStatus: r.Upstream.HasStatus, Selected: true}, true
+	}
+	if gvr, ok := st.upLeftovers[gr]; ok {
+		return upsync.Resource{Upstream: gvr, Downstream: gvr}, true
+	}
+	return upsync.Resource{}, false
+}
+
+func (v upsyncView) UpsyncMatches(gr schema.GroupResource, namespace, name string) bool {
+	return v.current().selection.UpsyncMatches(gr, namespace, name)
+}
