@@ -21,9 +21,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubestellar/syncer/manifests"
@@ -99,6 +103,12 @@ type Result struct {
 	Manifest  []byte
 }
 
+// FieldManager is the field manager of everything syncer-gen applies upstream.
+const FieldManager = managedByValue
+
+// tokenExpiresAnnotation on the upstream token Secret tells when its token expires.
+const tokenExpiresAnnotation = "edge.kubestellar.io/token-expires"
+
 // Run creates or updates the syncer's identity upstream and renders the edge manifest. Progress
 // goes to out.
 func Run(ctx context.Context, cfg *rest.Config, opts Options, out io.Writer) (*Result, error) {
@@ -109,6 +119,13 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, out io.Writer) (*R
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 15 * time.Second // never hang on an unusable endpoint (kubestellar issue 1310)
 	}
+	ca := cfg.CAData
+	if len(ca) == 0 && cfg.CAFile != "" {
+		var err error
+		if ca, err = os.ReadFile(cfg.CAFile); err != nil {
+			return nil, fmt.Errorf("reading the CA of the upstream: %w", err)
+		}
+	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -117,114 +134,84 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, out io.Writer) (*R
 	if err != nil {
 		return nil, err
 	}
-	id := SyncerID(cfg.Host, opts.Name)
+	return run(ctx, upstream{host: cfg.Host, ca: ca, kube: kube, dyn: dyn}, opts, out)
+}
+
+// upstream is the mailbox workspace: its endpoint, CA and clients.
+type upstream struct {
+	host string
+	ca   []byte
+	kube kubernetes.Interface
+	dyn  dynamic.Interface
+}
+
+// run is Run once the clients are made. The identity is written by server-side apply with field
+// manager FieldManager: a second run updates the same objects, and labels or annotations others
+// added to them stay.
+func run(ctx context.Context, up upstream, opts Options, out io.Writer) (*Result, error) {
+	kube := up.kube
+	id := SyncerID(up.host, opts.Name)
 	ns := opts.UpstreamNamespace
-	if err := preflight(ctx, cfg.Host, kube, ns); err != nil {
+	if err := preflight(ctx, up.host, kube, ns); err != nil {
 		return nil, err
 	}
-	if err := ensureCRD(ctx, dyn, out); err != nil {
+	if err := ensureCRD(ctx, up.dyn, out); err != nil {
 		return nil, err
 	}
-	configs, err := listConfigs(ctx, dyn)
+	configs, err := listConfigs(ctx, up.dyn)
 	if err != nil {
 		return nil, err
 	}
 	labels := map[string]string{managedByLabel: managedByValue, syncerNameLabel: id}
+	// Forced: these objects are syncer-gen's own; earlier versions of it wrote them by update, under
+	// another manager.
+	apply := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
 
-	sa, err := kube.CoreV1().ServiceAccounts(ns).Get(ctx, id, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		fmt.Fprintf(out, "Creating service account %q in namespace %q\n", id, ns)
-		sa, err = kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: id, Labels: labels}}, metav1.CreateOptions{})
-	case err == nil:
-		fmt.Fprintf(out, "Updating service account %q in namespace %q\n", id, ns)
-		sa = sa.DeepCopy()
-		sa.Labels = merge(sa.Labels, labels)
-		sa, err = kube.CoreV1().ServiceAccounts(ns).Update(ctx, sa, metav1.UpdateOptions{})
-	}
+	fmt.Fprintf(out, "Applying service account %q in namespace %q\n", id, ns)
+	sa, err := kube.CoreV1().ServiceAccounts(ns).Apply(ctx, corev1ac.ServiceAccount(id, ns).WithLabels(labels), apply)
 	if err != nil {
 		return nil, fmt.Errorf("service account %s/%s: %w", ns, id, err)
 	}
 
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: id, Labels: labels}, Rules: UpstreamRules(opts.RBAC, configs)}
-	fmt.Fprintf(out, "Creating or updating cluster role %q (%s RBAC: %d rules) for service account %q\n", id, opts.RBAC, len(role.Rules), id)
-	if err := createOrUpdate(func() error {
-		_, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
-		return err
-	}, func() error {
-		cur, err := kube.RbacV1().ClusterRoles().Get(ctx, id, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		cur = cur.DeepCopy()
-		cur.Rules, cur.Labels = role.Rules, merge(cur.Labels, labels)
-		_, err = kube.RbacV1().ClusterRoles().Update(ctx, cur, metav1.UpdateOptions{})
-		return err
-	}); err != nil {
+	rules := UpstreamRules(opts.RBAC, configs)
+	fmt.Fprintf(out, "Applying cluster role %q (%s RBAC: %d rules) for service account %q\n", id, opts.RBAC, len(rules), id)
+	role := rbacv1ac.ClusterRole(id).WithLabels(labels).WithRules(policyRules(rules)...)
+	if _, err := kube.RbacV1().ClusterRoles().Apply(ctx, role, apply); err != nil {
 		return nil, fmt.Errorf("cluster role %s: %w", id, err)
 	}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: id, Labels: labels},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: id},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: id, Namespace: ns}}}
-	fmt.Fprintf(out, "Creating or updating cluster role binding %q\n", id)
-	if err := createOrUpdate(func() error {
-		_, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
-		return err
-	}, func() error {
-		cur, err := kube.RbacV1().ClusterRoleBindings().Get(ctx, id, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		cur = cur.DeepCopy()
-		cur.Subjects, cur.Labels = binding.Subjects, merge(cur.Labels, labels)
-		_, err = kube.RbacV1().ClusterRoleBindings().Update(ctx, cur, metav1.UpdateOptions{})
-		return err
-	}); err != nil {
+	fmt.Fprintf(out, "Applying cluster role binding %q\n", id)
+	binding := rbacv1ac.ClusterRoleBinding(id).WithLabels(labels).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(id)).
+		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(id).WithNamespace(ns))
+	if _, err := kube.RbacV1().ClusterRoleBindings().Apply(ctx, binding, apply); err != nil {
 		return nil, fmt.Errorf("cluster role binding %s: %w", id, err)
 	}
 
-	seconds := int64(opts.Lifetime.Seconds())
 	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, id, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(opts.Lifetime.Seconds()))}}, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("requesting a token for %s/%s: %w", ns, id, err)
 	}
+	expires := tr.Status.ExpirationTimestamp.UTC().Format(time.RFC3339)
 	if granted := time.Until(tr.Status.ExpirationTimestamp.Time); granted < opts.Lifetime-time.Hour {
-		fmt.Fprintf(out, "Note: the server granted a token valid until %s, shorter than --lifetime %s\n", tr.Status.ExpirationTimestamp.UTC().Format(time.RFC3339), opts.Lifetime)
+		fmt.Fprintf(out, "Note: the server granted a token valid until %s, shorter than --lifetime %s\n", expires, opts.Lifetime)
 	}
-	tokenSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: id + "-token", Namespace: ns, Labels: labels,
-		Annotations:     map[string]string{corev1.ServiceAccountNameKey: id, "edge.kubestellar.io/token-expires": tr.Status.ExpirationTimestamp.UTC().Format(time.RFC3339)},
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ServiceAccount", Name: id, UID: sa.UID}}},
-		Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"token": []byte(tr.Status.Token)}}
-	if err := createOrUpdate(func() error {
-		_, err := kube.CoreV1().Secrets(ns).Create(ctx, tokenSecret, metav1.CreateOptions{})
-		return err
-	}, func() error {
-		cur, err := kube.CoreV1().Secrets(ns).Get(ctx, tokenSecret.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		cur = cur.DeepCopy()
-		cur.Data, cur.Annotations, cur.Labels = tokenSecret.Data, tokenSecret.Annotations, merge(cur.Labels, labels)
-		_, err = kube.CoreV1().Secrets(ns).Update(ctx, cur, metav1.UpdateOptions{})
-		return err
-	}); err != nil {
-		return nil, fmt.Errorf("token secret %s/%s: %w", ns, tokenSecret.Name, err)
+	tokenSecret := corev1ac.Secret(id+"-token", ns).WithLabels(labels).
+		WithAnnotations(map[string]string{corev1.ServiceAccountNameKey: id, tokenExpiresAnnotation: expires}).
+		WithOwnerReferences(metav1ac.OwnerReference().WithAPIVersion("v1").WithKind("ServiceAccount").WithName(id).WithUID(sa.UID)).
+		WithType(corev1.SecretTypeOpaque).
+		WithData(map[string][]byte{"token": []byte(tr.Status.Token)})
+	if _, err := kube.CoreV1().Secrets(ns).Apply(ctx, tokenSecret, apply); err != nil {
+		return nil, fmt.Errorf("token secret %s/%s-token: %w", ns, id, err)
 	}
 
-	ca := cfg.CAData
-	if len(ca) == 0 && cfg.CAFile != "" {
-		if ca, err = os.ReadFile(cfg.CAFile); err != nil {
-			return nil, fmt.Errorf("reading the CA of the upstream: %w", err)
-		}
-	}
 	edgeNS := opts.EdgeNamespace
 	if edgeNS == "" {
 		edgeNS = id
 	}
 	edge := Edge{ID: id, Namespace: edgeNS, SyncTargetName: opts.Name, SyncTargetUID: string(sa.UID), Image: opts.Image,
 		Replicas: opts.Replicas, QPS: opts.QPS, Burst: opts.Burst, Verbosity: opts.Verbosity, Rules: DownstreamRules(opts.RBAC, configs),
-		UpstreamServer: cfg.Host, UpstreamCA: ca, UpstreamToken: tr.Status.Token, UpstreamContext: ns}
+		UpstreamServer: up.host, UpstreamCA: up.ca, UpstreamToken: tr.Status.Token, UpstreamContext: ns}
 	manifest, err := edge.Manifest()
 	if err != nil {
 		return nil, err
@@ -232,24 +219,14 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, out io.Writer) (*R
 	return &Result{ID: id, Namespace: edgeNS, UID: string(sa.UID), Manifest: manifest}, nil
 }
 
-func merge(a, b map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		out[k] = v
+// policyRules are rules as apply configurations.
+func policyRules(rules []rbacv1.PolicyRule) []*rbacv1ac.PolicyRuleApplyConfiguration {
+	out := make([]*rbacv1ac.PolicyRuleApplyConfiguration, 0, len(rules))
+	for _, r := range rules {
+		out = append(out, rbacv1ac.PolicyRule().WithAPIGroups(r.APIGroups...).WithResources(r.Resources...).WithVerbs(r.Verbs...).
+			WithResourceNames(r.ResourceNames...).WithNonResourceURLs(r.NonResourceURLs...))
 	}
 	return out
-}
-
-// createOrUpdate creates, or updates when the object exists already.
-func createOrUpdate(create, update func() error) error {
-	err := create()
-	if apierrors.IsAlreadyExists(err) {
-		return update()
-	}
-	return err
 }
 
 // preflight fails fast when the endpoint cannot be reached or the caller lacks a permission the
@@ -258,19 +235,21 @@ func preflight(ctx context.Context, host string, kube kubernetes.Interface, ns s
 	if _, err := kube.Discovery().ServerVersion(); err != nil {
 		return fmt.Errorf("cannot use the upstream at %s (is the kubeconfig pointing at the mailbox workspace, and is it reachable?): %w", host, err)
 	}
+	// Server-side apply is a PATCH that creates what is missing: it needs both verbs.
 	checks := []authorizationv1.ResourceAttributes{
 		{Verb: "create", Resource: "serviceaccounts", Namespace: ns},
-		{Verb: "update", Resource: "serviceaccounts", Namespace: ns},
+		{Verb: "patch", Resource: "serviceaccounts", Namespace: ns},
 		{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: ns},
 		{Verb: "create", Resource: "secrets", Namespace: ns},
+		{Verb: "patch", Resource: "secrets", Namespace: ns},
 		{Verb: "create", Group: rbacv1.GroupName, Resource: "clusterroles"},
-		{Verb: "update", Group: rbacv1.GroupName, Resource: "clusterroles"},
+		{Verb: "patch", Group: rbacv1.GroupName, Resource: "clusterroles"},
 		{Verb: "create", Group: rbacv1.GroupName, Resource: "clusterrolebindings"},
+		{Verb: "patch", Group: rbacv1.GroupName, Resource: "clusterrolebindings"},
 		{Verb: "list", Group: edgev1.GroupName, Resource: "syncerconfigs"},
 	}
 	var missing []string
 	for _, attrs := range checks {
-		attrs := attrs
 		review, err := kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs}}, metav1.CreateOptions{})
 		if err != nil {

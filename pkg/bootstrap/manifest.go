@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clientcmdlatest "k8s.io/client-go/tools/clientcmd/api/latest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -87,9 +88,6 @@ func (e Edge) Objects() ([]runtime.Object, error) {
 		return nil, err
 	}
 	podLabels := map[string]string{"app": e.ID}
-	replicas := e.Replicas
-	f, t := false, true
-	uid := int64(nonRootUID)
 	probe := func(path string, initial int32) *corev1.Probe {
 		return &corev1.Probe{
 			ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("health")}},
@@ -119,14 +117,14 @@ func (e Edge) Objects() ([]runtime.Object, error) {
 			Type: corev1.SecretTypeOpaque, Data: map[string][]byte{KubeconfigKey: kubeconfig}},
 		&appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: e.meta(e.ID, e.Namespace),
 			Spec: appsv1.DeploymentSpec{
-				Replicas: &replicas,
+				Replicas: ptr.To(e.Replicas),
 				Selector: &metav1.LabelSelector{MatchLabels: podLabels},
 				Template: corev1.PodTemplateSpec{
 					ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: map[string]string{
 						"prometheus.io/scrape": "true", "prometheus.io/port": strconv.Itoa(MetricsPort), "prometheus.io/path": "/metrics"}},
 					Spec: corev1.PodSpec{
 						ServiceAccountName: e.ID,
-						SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: &t, RunAsUser: &uid, RunAsGroup: &uid,
+						SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](nonRootUID), RunAsGroup: ptr.To[int64](nonRootUID),
 							SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 						Containers: []corev1.Container{{
 							Name:                     ContainerName,
@@ -142,7 +140,7 @@ func (e Edge) Objects() ([]runtime.Object, error) {
 								Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
 								Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
 							},
-							SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: &f, ReadOnlyRootFilesystem: &t, Privileged: &f,
+							SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true), Privileged: ptr.To(false),
 								Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 							VolumeMounts: []corev1.VolumeMount{{Name: "kubestellar-config", MountPath: KubeconfigMount, ReadOnly: true}},
 						}},

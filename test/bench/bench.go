@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -20,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
@@ -295,18 +297,23 @@ func deleteNamespaces(ctx context.Context, s *side, namespaces []string) error {
 			return err
 		}
 	}
-	deadline := time.Now().Add(10 * time.Minute)
-	for _, ns := range namespaces {
-		for {
-			_, err := s.dyn.Resource(gvrNamespaces).Get(ctx, ns, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				break
+	remaining := namespaces
+	var getErr error // of the last look at remaining[0]; nil while it exists
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for len(remaining) > 0 {
+			_, getErr = s.dyn.Resource(gvrNamespaces).Get(ctx, remaining[0], metav1.GetOptions{})
+			if !apierrors.IsNotFound(getErr) {
+				return false, nil
 			}
-			if time.Now().After(deadline) || ctx.Err() != nil {
-				return fmt.Errorf("namespace %s not deleted: %v", ns, err)
-			}
-			time.Sleep(500 * time.Millisecond)
+			remaining = remaining[1:]
 		}
+		return true, nil
+	})
+	if err != nil {
+		if getErr != nil {
+			err = getErr
+		}
+		return fmt.Errorf("namespace %s not deleted: %w", remaining[0], err)
 	}
 	return nil
 }
@@ -429,13 +436,27 @@ func (b *bench) startSyncer(extra ...string) (*syncerProc, error) {
 		return nil, err
 	}
 	go func() { _ = cmd.Wait(); f.Close(); close(p.done) }()
-	for i := 0; i < 100; i++ {
-		if _, err := p.metrics(); err == nil {
-			return p, nil
+	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		select {
+		case <-p.done:
+			return false, errors.New("the syncer exited")
+		default:
 		}
-		time.Sleep(50 * time.Millisecond)
+		_, err := p.metrics()
+		return err == nil, nil
+	}); err != nil {
+		p.stopProcess()
+		return nil, fmt.Errorf("the syncer does not serve metrics (%w); log %s", err, logFile)
 	}
-	return nil, fmt.Errorf("the syncer does not serve metrics; log %s", logFile)
+	return p, nil
+}
+
+// waitSettled waits until the syncer has drained its events (support.WaitSettled).
+func (p *syncerProc) waitSettled(ctx context.Context, quiet, timeout time.Duration) error {
+	if err := support.WaitSettled(ctx, p.metrics, quiet, timeout); err != nil {
+		return fmt.Errorf("%w (syncer log %s)", err, p.log)
+	}
+	return nil
 }
 
 func (p *syncerProc) stopProcess() {

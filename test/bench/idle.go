@@ -32,8 +32,10 @@ func (b *bench) idle(ctx context.Context) error {
 		return fmt.Errorf("the idle scenario needs the sync scenario's 10k syncer (run -scenarios sync,idle)")
 	}
 	window := b.idleWindow()
-	logf("idle: letting the syncer settle, then %d windows of %v", b.cfg.repeat, window)
-	time.Sleep(10 * time.Second)
+	logf("idle: waiting for the syncer to settle, then %d windows of %v", b.cfg.repeat, window)
+	if err := p.waitSettled(ctx, 2*time.Second, 5*time.Minute); err != nil {
+		return err
+	}
 	perMin := func(d float64) float64 { return d * float64(time.Minute) / float64(window) }
 	var ownUp, ownDown, writes, heartbeat, lists, apiUp, apiDown []float64
 	for rep := 0; rep < b.cfg.repeat; rep++ {

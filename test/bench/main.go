@@ -59,7 +59,7 @@ func main() {
 	}
 }
 
-func run(c config) error {
+func run(c config) (err error) {
 	if missing := testenv.MissingBinaries(c.binDir); c.binDir == "" || len(missing) > 0 {
 		return fmt.Errorf("control-plane binaries %v missing in -bin-dir %q (make e2e-bins)", missing, c.binDir)
 	}
@@ -77,13 +77,23 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() {
+		if err != nil {
+			logf("kept %s: the syncer's and the control plane's logs", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	}()
 	logf("starting etcd, two kube-apiservers and a kube-controller-manager in %s", dir)
 	env, err := testenv.Start(ctx, testenv.Options{BinDir: c.binDir, Dir: filepath.Join(dir, "env"), Log: os.Stderr})
 	if err != nil {
 		return err
 	}
-	defer env.Stop()
+	defer func() {
+		if stopErr := env.Stop(); stopErr != nil {
+			logf("stopping the control plane: %v", stopErr)
+		}
+	}()
 	b, err := newBench(ctx, c, env, dir)
 	if err != nil {
 		return err

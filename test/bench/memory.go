@@ -106,7 +106,9 @@ func (b *bench) measureMemory(ctx context.Context, w workload) (heap, rss float6
 			return 0, 0, fmt.Errorf("%w (syncer log %s)", err, p.log)
 		}
 	}
-	time.Sleep(5 * time.Second) // let the last writes and events drain
+	if err := p.waitSettled(ctx, 2*time.Second, 5*time.Minute); err != nil {
+		return 0, 0, err
+	}
 	resp, err := http.Get("http://" + p.metricsAddr + "/debug/pprof/heap?gc=1")
 	if err != nil {
 		return 0, 0, err

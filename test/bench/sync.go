@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 )
 
 // concurrency of the bare client and the relay: the syncer's default --workers.
@@ -100,7 +101,6 @@ func (b *bench) measureLimit(ctx context.Context, w workload, apply bool) (float
 		return 0, err
 	}
 	defer c.stop()
-	force := true
 	if err := w.parallel(ctx, limitWorkers, func(ns, name string) error {
 		obj := w.make(ns, name, map[string]string{"bench": "limit"})
 		if apply {
@@ -108,7 +108,7 @@ func (b *bench) measureLimit(ctx context.Context, w workload, apply bool) (float
 			if err != nil {
 				return err
 			}
-			_, err = b.down.dyn.Resource(w.gvr).Namespace(ns).Patch(ctx, name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: "bench", Force: &force})
+			_, err = b.down.dyn.Resource(w.gvr).Namespace(ns).Patch(ctx, name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: "bench", Force: ptr.To(true)})
 			return err
 		}
 		_, err := b.down.dyn.Resource(w.gvr).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})

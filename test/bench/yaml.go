@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 )
@@ -48,15 +49,15 @@ func applyYAML(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersi
 }
 
 func waitServed(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource) error {
-	deadline := time.Now().Add(time.Minute)
-	for {
-		_, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
-		if err == nil {
-			return nil
+	var listErr error
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, listErr = dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+		return listErr == nil, nil
+	}); err != nil {
+		if listErr != nil {
+			err = listErr
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not served: %w", gvr.Resource, err)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return fmt.Errorf("%s not served: %w", gvr.Resource, err)
 	}
+	return nil
 }

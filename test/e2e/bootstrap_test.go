@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubestellar/syncer/pkg/bootstrap"
 )
@@ -90,9 +91,8 @@ func bootstrapAndRun(t *testing.T, f *fixture, name, rbac string) (id string, ed
 	if err := os.WriteFile(upKubeconfig, secret.Data["kubeconfig"], 0o600); err != nil {
 		t.Fatal(err)
 	}
-	seconds := int64(3600)
 	tr, err := f.down.kube.CoreV1().ServiceAccounts(id).CreateToken(f.ctx, id, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,14 @@ func TestBootstrapSyncerGen(t *testing.T) {
 	syncerGen(t, false, f.name, "--syncer-image=registry.invalid/kubestellar-syncer:e2e", "-o", filepath.Join(t.TempDir(), "again.yaml"), "--kubeconfig", env.Upstream.Kubeconfig)
 	sas, err := f.up.kube.CoreV1().ServiceAccounts("default").List(f.ctx, metav1.ListOptions{LabelSelector: "edge.kubestellar.io/syncer=" + id})
 	if err != nil || len(sas.Items) != 1 {
-		t.Errorf("after a second run: %v service accounts labelled %s (%v)", len(sas.Items), id, err)
+		t.Fatalf("after a second run: %v service accounts labelled %s (%v)", len(sas.Items), id, err)
+	}
+	applied := false
+	for _, mf := range sas.Items[0].ManagedFields {
+		applied = applied || (mf.Manager == bootstrap.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply)
+	}
+	if !applied {
+		t.Errorf("the service account was not server-side applied by %q: %+v", bootstrap.FieldManager, sas.Items[0].ManagedFields)
 	}
 	if _, err := f.up.kube.CoreV1().Secrets("default").Get(f.ctx, id+"-token", metav1.GetOptions{}); err != nil {
 		t.Errorf("the upstream token Secret: %v", err)
@@ -201,9 +208,8 @@ func TestBootstrapFailsFast(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = f.up.kube.CoreV1().ServiceAccounts("default").Delete(f.ctx, sa, metav1.DeleteOptions{}) })
-	seconds := int64(600)
 	tr, err := f.up.kube.CoreV1().ServiceAccounts("default").CreateToken(f.ctx, sa, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

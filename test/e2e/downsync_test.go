@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -406,18 +407,29 @@ func TestDownsyncIdleSendsNothing(t *testing.T) {
 		g, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
 		return g >= 1, "no status yet"
 	})
-	time.Sleep(2 * time.Second) // let the last events drain
-	before := p.metrics()
-	time.Sleep(10 * time.Second)
-	after := p.metrics()
-	for k, v := range after {
-		if !strings.HasPrefix(k, "kubestellar_syncer_api_requests_total") || strings.Contains(k, `verb="WATCH"`) {
-			continue
+	p.waitSettled()
+	// Quiet window: for its whole length, the idle syncer must send nothing but watches.
+	const quietWindow = 10 * time.Second
+	requests := func(m map[string]float64) map[string]float64 {
+		out := map[string]float64{}
+		for k, v := range m {
+			if strings.HasPrefix(k, "kubestellar_syncer_api_requests_total") && !strings.Contains(k, `verb="WATCH"`) {
+				out[k] = v
+			}
 		}
-		if d := v - before[k]; d != 0 {
-			t.Errorf("idle syncer sent %v requests: %s", d, k)
-		}
+		return out
 	}
+	before := requests(p.metrics())
+	consistently(t, quietWindow, "no requests from the idle syncer", func() (bool, string) {
+		var sent []string
+		for k, v := range requests(p.metrics()) {
+			if d := v - before[k]; d != 0 {
+				sent = append(sent, fmt.Sprintf("%v more %s", d, k))
+			}
+		}
+		return len(sent) == 0, strings.Join(sent, ", ")
+	})
+	after := p.metrics()
 	if after[`kubestellar_syncer_api_requests_total{code="201",side="downstream",verb="PATCH"}`] < 21 {
 		t.Errorf("request metrics look wrong (fewer creating PATCHes than objects): %v", after)
 	}
@@ -431,8 +443,8 @@ func TestSyncerBadFlags(t *testing.T) {
 		{"--from-kubeconfig=" + env.Upstream.Kubeconfig, "--to-kubeconfig=/does/not/exist", "--sync-target-uid=x"},
 	} {
 		out, err := exec.Command(syncerBin, args...).CombinedOutput()
-		ee, ok := err.(*exec.ExitError)
-		if !ok || ee.ExitCode() != 1 {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 			t.Errorf("%v: exit %v, want status 1; output:\n%s", args, err, out)
 			continue
 		}

@@ -20,10 +20,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubestellar/syncer/test/support"
 	"github.com/kubestellar/syncer/test/testenv"
@@ -74,20 +77,23 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer env.Stop()
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: stopping the control plane:", err)
+		}
+	}()
 	if err := applyFile(ctx, mustClients(env.Upstream), filepath.Join(repoRoot, "manifests", "crds", "edge.kubestellar.io_syncerconfigs.yaml")); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: installing the SyncerConfig CRD:", err)
 		return 1
 	}
-	for start := time.Now(); ; time.Sleep(100 * time.Millisecond) {
-		_, err := mustClients(env.Upstream).dyn.Resource(gvrSyncerConfig).List(ctx, metav1.ListOptions{})
-		if err == nil {
-			break
-		}
-		if time.Since(start) > time.Minute {
-			fmt.Fprintln(os.Stderr, "e2e: the SyncerConfig CRD is not served:", err)
-			return 1
-		}
+	up := mustClients(env.Upstream)
+	var listErr error
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, listErr = up.dyn.Resource(gvrSyncerConfig).List(ctx, metav1.ListOptions{})
+		return listErr == nil, nil
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: the SyncerConfig CRD is not served:", listErr)
+		return 1
 	}
 	return m.Run()
 }
@@ -252,16 +258,33 @@ func (p *syncerProc) tail(n int) string {
 // labels sorted by name.
 func (p *syncerProc) metrics() map[string]float64 {
 	p.t.Helper()
+	out, err := p.scrape()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return out
+}
+
+func (p *syncerProc) scrape() (map[string]float64, error) {
 	resp, err := http.Get("http://" + p.metricsAddr + "/metrics")
 	if err != nil {
-		p.t.Fatalf("scraping metrics: %v", err)
+		return nil, fmt.Errorf("scraping metrics: %w", err)
 	}
 	defer resp.Body.Close()
 	out, err := support.ParseMetrics(resp.Body)
 	if err != nil {
-		p.t.Fatalf("parsing metrics: %v", err)
+		return nil, fmt.Errorf("parsing metrics: %w", err)
 	}
-	return out
+	return out, nil
+}
+
+// waitSettled waits until the syncer has drained its events: its workqueues empty and idle, and
+// its activity (queue adds, requests, writes) unchanged for a second (support.WaitSettled).
+func (p *syncerProc) waitSettled() {
+	p.t.Helper()
+	if err := support.WaitSettled(context.Background(), p.scrape, time.Second, 30*time.Second); err != nil {
+		p.t.Fatal(err)
+	}
 }
 
 func freeAddr(t *testing.T) string {
@@ -467,9 +490,8 @@ func applyFile(ctx context.Context, c clients, path string) error {
 			return fmt.Errorf("%s is not served", gvk)
 		}
 		data, _ := u.MarshalJSON()
-		force := true
-		if _, err := c.dyn.Resource(gvr).Namespace(u.GetNamespace()).Patch(ctx, u.GetName(), "application/apply-patch+yaml", data,
-			metav1.PatchOptions{FieldManager: "e2e", Force: &force}); err != nil {
+		if _, err := c.dyn.Resource(gvr).Namespace(u.GetNamespace()).Patch(ctx, u.GetName(), types.ApplyPatchType, data,
+			metav1.PatchOptions{FieldManager: "e2e", Force: ptr.To(true)}); err != nil {
 			return fmt.Errorf("applying %s %s/%s: %w", gvk.Kind, u.GetNamespace(), u.GetName(), err)
 		}
 	}

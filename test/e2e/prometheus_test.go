@@ -30,7 +30,7 @@ func promQuery(addr, query string) (float64, error) {
 		Error string `json:"error"`
 	}
 	if err := json.Unmarshal([]byte(body), &resp); err != nil {
-		return 0, fmt.Errorf("%v: %s", err, body)
+		return 0, fmt.Errorf("%w: %s", err, body)
 	}
 	if resp.Status != "success" {
 		return 0, fmt.Errorf("query failed: %s", resp.Error)

@@ -139,9 +139,11 @@ func TestStatusReturn(t *testing.T) {
 		}
 		return out
 	}
-	time.Sleep(2 * time.Second)
+	p.waitSettled()
+	// Quiet window: for its whole length, nobody writes.
+	const quietWindow = 4 * time.Second
 	before := writes()
-	consistently(t, 4*time.Second, "no writes while nothing changes", func() (bool, string) {
+	consistently(t, quietWindow, "no writes while nothing changes", func() (bool, string) {
 		now := writes()
 		return fmt.Sprint(now) == fmt.Sprint(before), fmt.Sprintf("writes went from %v to %v", before, now)
 	})
@@ -176,7 +178,6 @@ func TestStatusReturnSwitchedOff(t *testing.T) {
 	crd := widgetCRD(group, nil)
 	for _, side := range []clients{f.up, f.down} {
 		f.create(side, gvrCRDs, crd.DeepCopy())
-		side := side
 		t.Cleanup(func() { f.delete(side, gvrCRDs, "", crd.GetName()) })
 		f.waitFor(side, gvrCRDs, "", crd.GetName(), established)
 	}

@@ -1,3 +1,4 @@
 // Package support holds helpers shared by the end-to-end tests (test/e2e) and the benchmark
-// (test/bench): reading Prometheus text exposition, building SyncerConfig specs, free ports.
+// (test/bench): reading Prometheus text exposition, waiting for the syncer to settle, building
+// SyncerConfig specs, free ports.
 package support

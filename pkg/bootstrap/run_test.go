@@ -1,0 +1,347 @@
+package bootstrap
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
+)
+
+const testHost = "https://mailbox.example.com/clusters/root:mb-1"
+
+// fakeUpstream plays the mailbox's apiserver: NewClientset's tracker applies server-side apply
+// patches and records managed fields; reactors answer what it cannot (access reviews, the version,
+// TokenRequests) and assign UIDs to new ServiceAccounts, as the apiserver does.
+type fakeUpstream struct {
+	kube   *kubefake.Clientset
+	dyn    *dynamicfake.FakeDynamicClient
+	denied map[string]bool // "verb resource[.group]" the caller may not do
+	tokens int
+}
+
+func newFakeUpstream(t *testing.T, kubeObjs []runtime.Object, dynObjs ...runtime.Object) *fakeUpstream {
+	t.Helper()
+	f := &fakeUpstream{kube: kubefake.NewClientset(kubeObjs...), denied: map[string]bool{}}
+	f.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		crdGVR: "CustomResourceDefinitionList", edgev1.SyncerConfigResource: "SyncerConfigList"}, dynObjs...)
+	f.kube.PrependReactor("create", "selfsubjectaccessreviews", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		review := a.(clienttesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview).DeepCopy()
+		attrs := review.Spec.ResourceAttributes
+		what := attrs.Verb + " " + attrs.Resource
+		if attrs.Subresource != "" {
+			what += "/" + attrs.Subresource
+		}
+		if attrs.Group != "" {
+			what += "." + attrs.Group
+		}
+		review.Status.Allowed = !f.denied[what]
+		return true, review, nil
+	})
+	f.kube.PrependReactor("create", "serviceaccounts", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "token" {
+			return false, nil, nil
+		}
+		tr := a.(clienttesting.CreateAction).GetObject().(*authenticationv1.TokenRequest).DeepCopy()
+		f.tokens++
+		tr.Status.Token = fmt.Sprintf("token-%d", f.tokens)
+		tr.Status.ExpirationTimestamp = metav1.NewTime(time.Now().Add(time.Duration(*tr.Spec.ExpirationSeconds) * time.Second))
+		return true, tr, nil
+	})
+	f.kube.PrependReactor("patch", "serviceaccounts", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		handled, obj, err := clienttesting.ObjectReaction(f.kube.Tracker())(a)
+		if sa, ok := obj.(*corev1.ServiceAccount); ok && sa.UID == "" {
+			sa.UID = "sa-uid"
+		}
+		return handled, obj, err
+	})
+	return f
+}
+
+func (f *fakeUpstream) run(t *testing.T, opts Options) (*Result, string, error) {
+	t.Helper()
+	if err := opts.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	res, err := run(context.Background(), upstream{host: testHost, ca: []byte("CA"), kube: f.kube, dyn: f.dyn}, opts, &out)
+	return res, out.String(), err
+}
+
+// writes are the kube client's write actions: "apply <resource>" for a server-side apply,
+// "create <resource>/<subresource>", ...
+func (f *fakeUpstream) writes() []string {
+	var out []string
+	for _, a := range f.kube.Actions() {
+		r := a.GetResource().Resource
+		switch verb := a.GetVerb(); verb {
+		case "patch":
+			if pt := a.(clienttesting.PatchAction).GetPatchType(); pt != types.ApplyPatchType {
+				out = append(out, fmt.Sprintf("patch %s (%s)", r, pt))
+			} else {
+				out = append(out, "apply "+r)
+			}
+		case "create":
+			if r != "selfsubjectaccessreviews" {
+				out = append(out, "create "+r+"/"+a.GetSubresource())
+			}
+		case "update", "delete", "delete-collection":
+			out = append(out, verb+" "+r)
+		}
+	}
+	return out
+}
+
+func testOptions() Options {
+	return Options{Name: "florin", Image: "example.com/syncer:dev", UpstreamNamespace: "default", Replicas: 1,
+		QPS: 500, Burst: 1000, Verbosity: 2, Lifetime: 365 * 24 * time.Hour, RBAC: RBACBroad}
+}
+
+// TestRunAppliesIdentity: on an empty upstream, syncer-gen installs the CRD and applies the
+// ServiceAccount, ClusterRole, ClusterRoleBinding and token Secret with its field manager, and the
+// manifest carries the ServiceAccount's UID and the requested token.
+func TestRunAppliesIdentity(t *testing.T) {
+	f := newFakeUpstream(t, nil)
+	res, out, err := f.run(t, testOptions())
+	if err != nil {
+		t.Fatalf("%v; output:\n%s", err, out)
+	}
+	id := SyncerID(testHost, "florin")
+	if res.ID != id || res.Namespace != id || res.UID != "sa-uid" {
+		t.Errorf("result %+v", res)
+	}
+	wantWrites := []string{
+		"apply serviceaccounts",
+		"apply clusterroles",
+		"apply clusterrolebindings",
+		"create serviceaccounts/token",
+		"apply secrets",
+	}
+	if diff := cmp.Diff(wantWrites, f.writes()); diff != "" {
+		t.Errorf("writes (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(out, "Installing the SyncerConfig CRD") {
+		t.Errorf("the CRD was not installed; output:\n%s", out)
+	}
+	if _, err := f.dyn.Resource(crdGVR).Get(context.Background(), "syncerconfigs.edge.kubestellar.io", metav1.GetOptions{}); err != nil {
+		t.Errorf("the CRD: %v", err)
+	}
+
+	ctx := context.Background()
+	labels := map[string]string{managedByLabel: managedByValue, syncerNameLabel: id}
+	sa, err := f.kube.CoreV1().ServiceAccounts("default").Get(ctx, id, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(labels, sa.Labels); diff != "" {
+		t.Errorf("service account labels (-want +got):\n%s", diff)
+	}
+	if len(sa.ManagedFields) != 1 || sa.ManagedFields[0].Manager != FieldManager || sa.ManagedFields[0].Operation != metav1.ManagedFieldsOperationApply {
+		t.Errorf("service account managed fields %+v, want one Apply entry of %q", sa.ManagedFields, FieldManager)
+	}
+	role, err := f.kube.RbacV1().ClusterRoles().Get(ctx, id, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(UpstreamRules(RBACBroad, nil), role.Rules); diff != "" {
+		t.Errorf("cluster role rules (-want +got):\n%s", diff)
+	}
+	binding, err := f.kube.RbacV1().ClusterRoleBindings().Get(ctx, id, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: id}, binding.RoleRef); diff != "" {
+		t.Errorf("role ref (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]rbacv1.Subject{{Kind: "ServiceAccount", Name: id, Namespace: "default"}}, binding.Subjects); diff != "" {
+		t.Errorf("subjects (-want +got):\n%s", diff)
+	}
+	secret, err := f.kube.CoreV1().Secrets("default").Get(ctx, id+"-token", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(secret.Data["token"]) != "token-1" || secret.Type != corev1.SecretTypeOpaque || secret.Annotations[corev1.ServiceAccountNameKey] != id ||
+		secret.Annotations[tokenExpiresAnnotation] == "" {
+		t.Errorf("token secret %+v", secret)
+	}
+	if diff := cmp.Diff([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ServiceAccount", Name: id, UID: "sa-uid"}}, secret.OwnerReferences); diff != "" {
+		t.Errorf("token secret owner (-want +got):\n%s", diff)
+	}
+	for _, a := range f.kube.Actions() {
+		if a.GetSubresource() == "token" {
+			tr := a.(clienttesting.CreateAction).GetObject().(*authenticationv1.TokenRequest)
+			if got := *tr.Spec.ExpirationSeconds; got != int64((365 * 24 * time.Hour).Seconds()) {
+				t.Errorf("token requested for %ds", got)
+			}
+		}
+	}
+	checkManifest(t, res, "token-1", "sa-uid")
+}
+
+// checkManifest: the manifest's kubeconfig holds the upstream, its CA and the token; the
+// Deployment names the sync target's UID.
+func checkManifest(t *testing.T, res *Result, token, uid string) {
+	t.Helper()
+	var kubeconfig []byte
+	for _, doc := range strings.Split(string(res.Manifest), "\n---\n") {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		if u.GetKind() == "Secret" && u.GetName() == res.ID+"-kubeconfig" {
+			s, _, _ := unstructured.NestedString(u.Object, "data", KubeconfigKey)
+			var err error
+			if kubeconfig, err = base64.StdEncoding.DecodeString(s); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		t.Fatalf("the manifest's kubeconfig: %v", err)
+	}
+	if cfg.Host != testHost || cfg.BearerToken != token || string(cfg.CAData) != "CA" {
+		t.Errorf("the manifest's kubeconfig: host %q token %q CA %q", cfg.Host, cfg.BearerToken, cfg.CAData)
+	}
+	if !strings.Contains(string(res.Manifest), "--sync-target-uid="+uid+"\n") {
+		t.Errorf("the manifest lacks --sync-target-uid=%s", uid)
+	}
+}
+
+// TestRunAgainUpdatesInPlace: a second run (here over objects an earlier version wrote by update)
+// keeps the ServiceAccount and its UID, replaces the rules, subjects and token, and keeps labels
+// and annotations someone else added.
+func TestRunAgainUpdatesInPlace(t *testing.T) {
+	id := SyncerID(testHost, "florin")
+	other := map[string]string{"team": "edge", syncerNameLabel: id}
+	existing := []runtime.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: id, Namespace: "default", UID: "uid-1", Labels: other}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: id, Labels: other},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"*"}}}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: id, Labels: other},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: id},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: id, Namespace: "elsewhere"}}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: id + "-token", Namespace: "default", Annotations: map[string]string{"note": "kept"}},
+			Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"token": []byte("old")}},
+	}
+	crd := &unstructured.Unstructured{}
+	crd.SetAPIVersion("apiextensions.k8s.io/v1")
+	crd.SetKind("CustomResourceDefinition")
+	crd.SetName("syncerconfigs.edge.kubestellar.io")
+	config := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "edge.kubestellar.io/v2alpha1", "kind": "SyncerConfig",
+		"metadata": map[string]interface{}{"name": "c"},
+		"spec": map[string]interface{}{"namespaceScope": map[string]interface{}{"namespaces": []interface{}{"app"},
+			"resources": []interface{}{map[string]interface{}{"group": "", "apiVersion": "v1", "resource": "configmaps"}}}}}}
+	parsed, err := edgev1.FromUnstructured(config.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs := []*edgev1.SyncerConfig{parsed}
+	f := newFakeUpstream(t, existing, crd, config)
+	opts := testOptions()
+	opts.RBAC = RBACLeast
+	for i := 1; i <= 2; i++ {
+		res, out, err := f.run(t, opts)
+		if err != nil {
+			t.Fatalf("run %d: %v; output:\n%s", i, err, out)
+		}
+		if strings.Contains(out, "Installing the SyncerConfig CRD") {
+			t.Errorf("run %d installed the CRD again", i)
+		}
+		ctx := context.Background()
+		sa, err := f.kube.CoreV1().ServiceAccounts("default").Get(ctx, id, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.UID != "uid-1" || sa.UID != "uid-1" {
+			t.Errorf("run %d: UID %q, service account UID %q, want uid-1", i, res.UID, sa.UID)
+		}
+		wantLabels := map[string]string{"team": "edge", managedByLabel: managedByValue, syncerNameLabel: id}
+		if diff := cmp.Diff(wantLabels, sa.Labels); diff != "" {
+			t.Errorf("run %d: service account labels (-want +got):\n%s", i, diff)
+		}
+		role, err := f.kube.RbacV1().ClusterRoles().Get(ctx, id, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(UpstreamRules(RBACLeast, configs), role.Rules); diff != "" {
+			t.Errorf("run %d: cluster role rules (-want +got):\n%s", i, diff)
+		}
+		if diff := cmp.Diff(wantLabels, role.Labels); diff != "" {
+			t.Errorf("run %d: cluster role labels (-want +got):\n%s", i, diff)
+		}
+		binding, err := f.kube.RbacV1().ClusterRoleBindings().Get(ctx, id, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]rbacv1.Subject{{Kind: "ServiceAccount", Name: id, Namespace: "default"}}, binding.Subjects); diff != "" {
+			t.Errorf("run %d: subjects (-want +got):\n%s", i, diff)
+		}
+		secret, err := f.kube.CoreV1().Secrets("default").Get(ctx, id+"-token", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		token := fmt.Sprintf("token-%d", i)
+		if string(secret.Data["token"]) != token || secret.Annotations["note"] != "kept" {
+			t.Errorf("run %d: token secret data %q annotations %v", i, secret.Data["token"], secret.Annotations)
+		}
+		if len(secret.OwnerReferences) != 1 || secret.OwnerReferences[0].UID != "uid-1" {
+			t.Errorf("run %d: token secret owners %+v", i, secret.OwnerReferences)
+		}
+		checkManifest(t, res, token, "uid-1")
+	}
+	for _, w := range f.writes() {
+		if !strings.HasPrefix(w, "apply ") && w != "create serviceaccounts/token" {
+			t.Errorf("a write that is not a server-side apply: %s", w)
+		}
+	}
+}
+
+// TestRunPreflight: an unusable endpoint, or a user lacking a permission, stops the bootstrap
+// before any write, naming what is missing.
+func TestRunPreflight(t *testing.T) {
+	f := newFakeUpstream(t, nil)
+	f.denied["patch clusterroles.rbac.authorization.k8s.io"] = true
+	f.denied["create serviceaccounts/token"] = true
+	_, _, err := f.run(t, testOptions())
+	want := "the kubeconfig's user may not create serviceaccounts/token, patch clusterroles.rbac.authorization.k8s.io at " + testHost
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want it to contain %q", err, want)
+	}
+	if w := f.writes(); len(w) != 0 {
+		t.Errorf("writes despite missing permissions: %v", w)
+	}
+
+	f = newFakeUpstream(t, nil)
+	f.kube.PrependReactor("get", "version", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("connection refused")
+	})
+	_, _, err = f.run(t, testOptions())
+	if err == nil || !strings.HasPrefix(err.Error(), "cannot use the upstream at "+testHost) {
+		t.Errorf("unreachable upstream: error %v", err)
+	}
+	if w := f.writes(); len(w) != 0 {
+		t.Errorf("writes to an unreachable upstream: %v", w)
+	}
+}
