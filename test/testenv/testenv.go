@@ -304,7 +304,7 @@ func (e *Env) waitHTTP(ctx context.Context, name, url string, client *http.Clien
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return e.failure(name, fmt.Errorf("not ready after %s: %v", timeout, last))
+	return e.failure(name, fmt.Errorf("not ready after %s: %w", timeout, last))
 }
 
 func (e *Env) waitReady(ctx context.Context, s *Server, timeout time.Duration) error {
