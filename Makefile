@@ -10,13 +10,17 @@ E2E_BIN     ?= $(CACHE_DIR)/e2e-bin/k8s-v$(K8S_VERSION)
 # The Prometheus server from Debian's package (hack/fetch-prometheus.sh), for the scrape e2e test.
 PROMETHEUS_BIN ?= $(CACHE_DIR)/prometheus/prometheus
 export E2E_BIN K8S_VERSION PROMETHEUS_BIN
+# kcp and crd-puller, built from the Go module proxy by hack/build-kcp.sh (tools module hack/e2e/kcptools).
+KCP_VERSION ?= v0.31.2
+KCP_BIN     ?= $(CACHE_DIR)/e2e-bin/kcp-$(KCP_VERSION)
+export KCP_BIN KCP_VERSION
 
 GO          ?= go
 E2E_TIMEOUT ?= 45m
 
 IMAGE       ?= kubestellar-syncer:dev
 
-.PHONY: bench bench-quick build test test-unit test-e2e e2e-bins prometheus-bin image image-check testenv testenv-down lint demo clean
+.PHONY: bench bench-quick build test test-unit test-e2e e2e-bins kcp-bins prometheus-bin image image-check testenv testenv-down lint demo clean
 
 build: ## Build the binaries into bin/.
 	$(GO) build -o bin/ ./cmd/...
@@ -26,13 +30,16 @@ test: lint test-unit image-check test-e2e ## Everything CI runs.
 test-unit: ## Unit tests (fake clients, pure packages), with the race detector.
 	$(GO) test -race -count=1 ./pkg/... ./cmd/... ./test/bench/... ./test/support/...
 
-test-e2e: e2e-bins prometheus-bin ## End-to-end tests against real etcd + kube-apiservers, the syncer run as a process.
+test-e2e: e2e-bins kcp-bins prometheus-bin ## End-to-end tests against real etcd + kube-apiservers, the syncer run as a process.
 	@log=$$(mktemp -t kubestellar-syncer-e2e-XXXXXX.log); echo "full log: $$log"; \
 	E2E=1 $(GO) test -race -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/... 2>&1 | tee "$$log" | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+[a-z_]+_test\.go:[0-9]+:)' ; \
 	rc=$${PIPESTATUS[0]}; echo "e2e: exit status $$rc; full log in $$log"; exit $$rc
 
 e2e-bins: ## Build the control-plane binaries once (about 4-8 minutes cold; seconds when cached).
 	@bash hack/build-k8s-bins.sh
+
+kcp-bins: ## Build kcp and crd-puller once (about 8 minutes cold; seconds when cached).
+	@bash hack/build-kcp.sh
 
 image: ## Build the container image (needs a Docker engine): make image IMAGE=<registry>/kubestellar-syncer:<tag>
 	docker build -t $(IMAGE) .
@@ -43,8 +50,8 @@ image-check: ## Check the image definition without a container engine: the exact
 prometheus-bin: ## Fetch the Prometheus server from Debian's package (cached).
 	@bash hack/fetch-prometheus.sh
 
-testenv: e2e-bins ## Start etcd, two kube-apiservers and a kube-controller-manager; kubeconfigs in .testenv/.
-	@$(GO) run ./test/testenv/cmd -dir .testenv up
+testenv: e2e-bins kcp-bins ## Start etcd, two kube-apiservers and a kube-controller-manager; kubeconfigs in .testenv/. TESTENV_FLAGS=-kcp adds kcp.
+	@$(GO) run ./test/testenv/cmd -dir .testenv $(TESTENV_FLAGS) up
 
 testenv-down: ## Stop exactly what `make testenv` started and remove .testenv/.
 	@$(GO) run ./test/testenv/cmd -dir .testenv down

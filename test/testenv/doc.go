@@ -4,6 +4,10 @@
 // and service-account token issuing, plus a kube-controller-manager against downstream so that
 // workloads get a real status there.
 //
+// Optionally (Options.KCP) it also runs kcp (the real upstream of a KubeStellar syncer, `make
+// kcp-bins`) and makes KubeStellar-style mailbox workspaces in it (Env.SetUpKCPMailboxes), and
+// (Options.UpstreamControllers) the namespace controllers of a real cluster on upstream.
+//
 // `make testenv` uses it through test/testenv/cmd (detached, state in .testenv/); the e2e tests use
 // it from TestMain (state in a temporary folder). Stop kills exactly the processes Start started.
 package testenv

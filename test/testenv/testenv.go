@@ -35,6 +35,13 @@ type Options struct {
 	Detach bool
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// KCP also starts a kcp server (Env.KCP) from the binaries in KCPBinDir (`make kcp-bins`); see
+	// Env.SetUpKCPMailboxes for the mailbox workspaces.
+	KCP       bool
+	KCPBinDir string
+	// UpstreamControllers also runs a kube-controller-manager against upstream with the namespace
+	// controllers every real cluster runs: root-CA publisher, ServiceAccount and ServiceAccount token.
+	UpstreamControllers bool
 }
 
 // Server is one kube-apiserver of the environment.
@@ -64,6 +71,7 @@ type Env struct {
 	Dir        string
 	Upstream   *Server
 	Downstream *Server
+	KCP        *KCP // the kcp server, with Options.KCP
 	opts       Options
 	procs      []*proc
 }
@@ -99,6 +107,9 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if missing := MissingBinaries(opts.BinDir); len(missing) > 0 {
 		return nil, fmt.Errorf("testenv: %v missing in %s (run `make e2e-bins`)", missing, opts.BinDir)
 	}
+	if missing := MissingKCPBinaries(opts.KCPBinDir); opts.KCP && len(missing) > 0 {
+		return nil, fmt.Errorf("testenv: %v missing in %q (run `make kcp-bins`)", missing, opts.KCPBinDir)
+	}
 	dir, err := filepath.Abs(opts.Dir)
 	if err != nil {
 		return nil, err
@@ -118,9 +129,14 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("testenv: PKI: %w", err)
 	}
-	ports, err := freePorts(4)
+	ports, err := freePorts(7)
 	if err != nil {
 		return nil, err
+	}
+	if opts.KCP { // first: it takes longest to start
+		if err := env.startKCP(ports[4:7]); err != nil {
+			return nil, err
+		}
 	}
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
@@ -174,8 +190,24 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		"--controllers=*,-nodeipam,-nodelifecycle,-persistentvolume-binder,-attachdetach,-persistentvolume-expander,-cloud-node-lifecycle,-ttl"); err != nil {
 		return nil, err
 	}
-	if err := env.waitControllers(ctx, 90*time.Second); err != nil {
+	if opts.UpstreamControllers {
+		if err := env.startUpstreamControllers(p); err != nil {
+			return nil, err
+		}
+	}
+	if err := env.waitControllers(ctx, env.Downstream, "kube-controller-manager", 90*time.Second); err != nil {
 		return nil, err
+	}
+	if opts.UpstreamControllers {
+		if err := env.waitControllers(ctx, env.Upstream, upstreamControllerManager, 90*time.Second); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(opts.Log, "testenv: kube-controller-manager active on upstream\n")
+	}
+	if opts.KCP {
+		if err := env.waitKCP(ctx, start); err != nil {
+			return nil, err
+		}
 	}
 	fmt.Fprintf(opts.Log, "testenv: kube-controller-manager active on downstream; environment up in %.1fs\n", time.Since(start).Seconds())
 	if err := env.writePIDs(); err != nil {
@@ -320,9 +352,10 @@ func (e *Env) waitReady(ctx context.Context, s *Server, timeout time.Duration) e
 	return e.waitHTTP(ctx, "kube-apiserver-"+s.Name, s.URL+"/readyz", client, timeout)
 }
 
-// waitControllers waits until the controller manager has made the default ServiceAccount.
-func (e *Env) waitControllers(ctx context.Context, timeout time.Duration) error {
-	cfg, err := e.Downstream.RESTConfig()
+// waitControllers waits until the controller manager proc has made the default ServiceAccount and the
+// kube-root-ca.crt ConfigMap on s.
+func (e *Env) waitControllers(ctx context.Context, s *Server, proc string, timeout time.Duration) error {
+	cfg, err := s.RESTConfig()
 	if err != nil {
 		return err
 	}
@@ -332,11 +365,13 @@ func (e *Env) waitControllers(ctx context.Context, timeout time.Duration) error 
 	}
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		if p := e.procByName("kube-controller-manager"); p != nil && !alive(p.pid) {
-			return e.failure("kube-controller-manager", errors.New("exited during start-up"))
+		if p := e.procByName(proc); p != nil && !alive(p.pid) {
+			return e.failure(proc, errors.New("exited during start-up"))
 		}
 		if _, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err == nil {
-			return nil
+			if _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{}); err == nil {
+				return nil
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -344,7 +379,7 @@ func (e *Env) waitControllers(ctx context.Context, timeout time.Duration) error 
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	return e.failure("kube-controller-manager", fmt.Errorf("no default ServiceAccount after %s", timeout))
+	return e.failure(proc, fmt.Errorf("no default ServiceAccount or kube-root-ca.crt on %s after %s", s.Name, timeout))
 }
 
 func writeKubeconfig(s *Server) error {
@@ -434,7 +469,7 @@ func Running(dir string) bool {
 		}
 		n++
 	}
-	return n == len(BinaryNames)+1
+	return n >= len(BinaryNames)+1 // and kcp and the upstream controller manager if started
 }
 
 func cmdlineNames(pid int, dir string) bool {
@@ -491,6 +526,9 @@ func Load(dir string) (*Env, error) {
 		} else {
 			env.Downstream = s
 		}
+	}
+	if env.KCP, err = loadKCP(env); err != nil {
+		return nil, err
 	}
 	return env, nil
 }

@@ -1,6 +1,8 @@
 // Command testenv starts (`up`) or stops (`down`) the local control plane of package testenv, for
 // `make testenv` and `make testenv-down`. `up` returns once both apiservers are ready and leaves the
-// processes running; running it again while they run does nothing.
+// processes running; running it again while they run does nothing. With -kcp, `up` also starts kcp and
+// makes the mailbox workspaces (root:espw, root:mailbox bound to it, root:mailbox-plain with CRDs),
+// with kubeconfigs DIR/kcp-<workspace>.kubeconfig.
 package main
 
 import (
@@ -17,11 +19,14 @@ import (
 func main() {
 	dir := flag.String("dir", ".testenv", "state folder")
 	bin := flag.String("bin-dir", os.Getenv("E2E_BIN"), "folder with etcd, kube-apiserver and kube-controller-manager")
+	kcp := flag.Bool("kcp", false, "also start kcp and make the mailbox workspaces")
+	kcpBin := flag.String("kcp-bin-dir", os.Getenv("KCP_BIN"), "folder with kcp and crd-puller")
+	upstreamControllers := flag.Bool("upstream-controllers", false, "also run the namespace controllers (root-CA publisher, ServiceAccount, token) on upstream")
 	flag.Parse()
 	var err error
 	switch flag.Arg(0) {
 	case "up":
-		err = up(*dir, *bin)
+		err = up(*dir, testenv.Options{BinDir: *bin, KCP: *kcp, KCPBinDir: *kcpBin, UpstreamControllers: *upstreamControllers})
 	case "down":
 		var stopped []string
 		stopped, err = testenv.StopDir(*dir)
@@ -32,7 +37,7 @@ func main() {
 			fmt.Println("testenv: down; removed", *dir)
 		}
 	default:
-		err = fmt.Errorf("usage: testenv [-dir DIR] [-bin-dir DIR] up|down")
+		err = fmt.Errorf("usage: testenv [-dir DIR] [-bin-dir DIR] [-kcp [-kcp-bin-dir DIR]] [-upstream-controllers] up|down")
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -40,8 +45,11 @@ func main() {
 	}
 }
 
-func up(dir, bin string) error {
+func up(dir string, opts testenv.Options) error {
 	if testenv.Running(dir) {
+		if env, err := testenv.Load(dir); err == nil && opts.KCP && env.KCP == nil {
+			return fmt.Errorf("testenv: already running without kcp (state in %s); `make testenv-down` first", dir)
+		}
 		fmt.Printf("testenv: already running (state in %s)\n", dir)
 		return nil
 	}
@@ -50,17 +58,31 @@ func up(dir, bin string) error {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
-	env, err := testenv.Start(ctx, testenv.Options{BinDir: bin, Dir: dir, Detach: true, Log: os.Stdout})
+	opts.Dir, opts.Detach, opts.Log = dir, true, os.Stdout
+	env, err := testenv.Start(ctx, opts)
 	if err != nil {
 		return err
 	}
+	var mb *testenv.KCPMailboxes
+	if opts.KCP {
+		if mb, err = env.SetUpKCPMailboxes(ctx, testenv.KCPMailboxOptions{Plain: true}); err != nil {
+			_ = env.Stop()
+			return err
+		}
+	}
+	wd, _ := os.Getwd()
 	rel := func(p string) string {
-		if r, err := filepath.Rel(".", p); err == nil {
+		if r, err := filepath.Rel(wd, p); err == nil {
 			return r
 		}
 		return p
 	}
 	fmt.Printf("testenv: up.\n  kubectl --kubeconfig %s get ns   # upstream (mailbox workspace)\n  kubectl --kubeconfig %s get ns   # downstream (edge cluster)\n",
 		rel(env.Upstream.Kubeconfig), rel(env.Downstream.Kubeconfig))
+	if mb != nil {
+		fmt.Printf("  kubectl --kubeconfig %s get deployments,services -A   # kcp mailbox workspace, APIs bound from %s\n", rel(mb.Mailbox.Kubeconfig), mb.Provider.Path)
+		fmt.Printf("  kubectl --kubeconfig %s get crds   # kcp mailbox workspace with the CRDs themselves\n", rel(mb.Plain.Kubeconfig))
+		fmt.Printf("  kubectl --kubeconfig %s get apiexports,apiresourceschemas   # kcp provider workspace\n", rel(mb.Provider.Kubeconfig))
+	}
 	return nil
 }
