@@ -24,6 +24,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -134,7 +135,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, out io.Writer) (*R
 	if err != nil {
 		return nil, err
 	}
-	return run(ctx, upstream{host: cfg.Host, ca: ca, kube: kube, dyn: dyn}, opts, out)
+	return run(ctx, upstream{host: cfg.Host, ca: ca, kube: kube, dyn: dyn, disc: kube.Discovery()}, opts, out)
 }
 
 // upstream is the mailbox workspace: its endpoint, CA and clients.
@@ -143,6 +144,7 @@ type upstream struct {
 	ca   []byte
 	kube kubernetes.Interface
 	dyn  dynamic.Interface
+	disc discovery.DiscoveryInterface
 }
 
 // run is Run once the clients are made. The identity is written by server-side apply with field
@@ -155,7 +157,7 @@ func run(ctx context.Context, up upstream, opts Options, out io.Writer) (*Result
 	if err := preflight(ctx, up.host, kube, ns); err != nil {
 		return nil, err
 	}
-	if err := ensureCRD(ctx, up.dyn, out); err != nil {
+	if err := ensureSyncerConfigAPI(ctx, up, out); err != nil {
 		return nil, err
 	}
 	configs, err := listConfigs(ctx, up.dyn)
@@ -272,29 +274,84 @@ func preflight(ctx context.Context, host string, kube kubernetes.Interface, ns s
 	return nil
 }
 
-// ensureCRD installs the SyncerConfig CRD when the upstream lacks it, and waits until it is served.
-func ensureCRD(ctx context.Context, dyn dynamic.Interface, out io.Writer) error {
+// ensureSyncerConfigAPI makes sure the upstream serves SyncerConfigs. When its discovery shows them —
+// from a CRD, or in a kcp mailbox from an APIBinding — nothing is installed (a second CRD beside a
+// bound API would never be accepted). Otherwise the CRD is created, and syncer-gen waits until it is
+// Established and discovery serves it, so that a SyncerConfig applied right after works (kcp
+// establishes a new CRD some seconds after accepting its names).
+func ensureSyncerConfigAPI(ctx context.Context, up upstream, out io.Writer) error {
+	served, err := servesSyncerConfigs(up.disc)
+	if err != nil {
+		return fmt.Errorf("reading the upstream's discovery: %w", err)
+	}
 	name := edgev1.SyncerConfigResource.GroupResource().String()
-	_, err := dyn.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
-	if err == nil || !apierrors.IsNotFound(err) {
-		if err != nil && apierrors.IsForbidden(err) {
-			// In kcp the API comes from an APIBinding, not a CRD: served is what matters.
-			return nil
-		}
-		return err
+	if served {
+		fmt.Fprintf(out, "SyncerConfigs are served upstream already (by a CRD or an APIBinding); not installing a CRD\n")
+		return nil
 	}
 	crd := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal(manifests.SyncerConfigCRD, &crd.Object); err != nil {
 		return fmt.Errorf("the embedded SyncerConfig CRD: %w", err)
 	}
 	fmt.Fprintf(out, "Installing the SyncerConfig CRD %q\n", name)
-	if _, err := dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := up.dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("installing the SyncerConfig CRD: %w", err)
 	}
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(edgev1.SyncerConfigResource).List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil, nil
+	var state string
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := up.dyn.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			state = err.Error()
+			return false, nil //nolint:nilerr // retried until the timeout, whose error says the last state
+		}
+		if reason, rejected := crdCondition(got, "NamesAccepted", "False"); rejected {
+			return false, fmt.Errorf("the upstream does not accept the SyncerConfig CRD's names (%s): is another API of that name bound or installed?", reason)
+		}
+		if _, established := crdCondition(got, "Established", "True"); !established {
+			state = "not Established yet"
+			return false, nil
+		}
+		if ok, err := servesSyncerConfigs(up.disc); !ok {
+			state = fmt.Sprintf("Established, but not in discovery yet (%v)", err)
+			return false, nil
+		}
+		return true, nil
 	})
+	if err != nil {
+		return fmt.Errorf("waiting for the SyncerConfig CRD to be served: %w (last: %s)", err, state)
+	}
+	fmt.Fprintf(out, "The SyncerConfig CRD is established and served\n")
+	return nil
+}
+
+// servesSyncerConfigs tells whether discovery shows the SyncerConfig resource.
+func servesSyncerConfigs(d discovery.DiscoveryInterface) (bool, error) {
+	list, err := d.ServerResourcesForGroupVersion(edgev1.SchemeGroupVersion.String())
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	for _, r := range list.APIResources {
+		if r.Name == edgev1.SyncerConfigResource.Resource {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// crdCondition tells whether a CRD's condition of that type has that status, and its reason.
+func crdCondition(crd *unstructured.Unstructured, typ, status string) (string, bool) {
+	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]interface{})
+		if m["type"] == typ {
+			reason, _ := m["reason"].(string)
+			return reason, m["status"] == status
+		}
+	}
+	return "", false
 }
 
 func listConfigs(ctx context.Context, dyn dynamic.Interface) ([]*edgev1.SyncerConfig, error) {

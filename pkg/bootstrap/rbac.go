@@ -103,6 +103,7 @@ func UpstreamRules(mode string, configs []*edgev1.SyncerConfig) []rbacv1.PolicyR
 	s.add(edgev1.GroupName, "syncerconfigs", readVerbs...)
 	s.add(edgev1.GroupName, "syncerconfigs/status", "get", "update", "patch")
 	s.add("apiextensions.k8s.io", "customresourcedefinitions", readVerbs...)
+	s.add("apis.kcp.io", "apibindings", readVerbs...) // in kcp, APIs also come and go by binding
 	s.add("", "events", "create", "update", "patch")
 	if mode == RBACBroad {
 		s.add("*", "*", writeVerbs...)

@@ -39,6 +39,14 @@ type fakeUpstream struct {
 	dyn    *dynamicfake.FakeDynamicClient
 	denied map[string]bool // "verb resource[.group]" the caller may not do
 	tokens int
+	// rejectNames makes a created CRD's names rejected (as kcp does beside a bound API of that name).
+	rejectNames bool
+}
+
+// serveSyncerConfigs makes discovery show the SyncerConfig resource.
+func (f *fakeUpstream) serveSyncerConfigs() {
+	f.kube.Resources = append(f.kube.Resources, &metav1.APIResourceList{GroupVersion: edgev1.SchemeGroupVersion.String(),
+		APIResources: []metav1.APIResource{{Name: "syncerconfigs", Kind: "SyncerConfig", Verbs: metav1.Verbs{"get", "list", "watch"}}}})
 }
 
 func newFakeUpstream(t *testing.T, kubeObjs []runtime.Object, dynObjs ...runtime.Object) *fakeUpstream {
@@ -46,6 +54,22 @@ func newFakeUpstream(t *testing.T, kubeObjs []runtime.Object, dynObjs ...runtime
 	f := &fakeUpstream{kube: kubefake.NewClientset(kubeObjs...), denied: map[string]bool{}}
 	f.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		crdGVR: "CustomResourceDefinitionList", edgev1.SyncerConfigResource: "SyncerConfigList"}, dynObjs...)
+	for _, o := range dynObjs {
+		if u, ok := o.(*unstructured.Unstructured); ok && u.GetKind() == "CustomResourceDefinition" {
+			f.serveSyncerConfigs()
+		}
+	}
+	// The apiserver establishes a created CRD and serves it in discovery.
+	f.dyn.PrependReactor("create", "customresourcedefinitions", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		crd := a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured).DeepCopy()
+		if f.rejectNames {
+			_ = unstructured.SetNestedSlice(crd.Object, []interface{}{map[string]interface{}{"type": "NamesAccepted", "status": "False", "reason": "ListKindConflict"}}, "status", "conditions")
+		} else {
+			_ = unstructured.SetNestedSlice(crd.Object, []interface{}{map[string]interface{}{"type": "Established", "status": "True"}}, "status", "conditions")
+			f.serveSyncerConfigs()
+		}
+		return true, crd, f.dyn.Tracker().Create(crdGVR, crd, "")
+	})
 	f.kube.PrependReactor("create", "selfsubjectaccessreviews", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		review := a.(clienttesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview).DeepCopy()
 		attrs := review.Spec.ResourceAttributes
@@ -85,7 +109,7 @@ func (f *fakeUpstream) run(t *testing.T, opts Options) (*Result, string, error) 
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	res, err := run(context.Background(), upstream{host: testHost, ca: []byte("CA"), kube: f.kube, dyn: f.dyn}, opts, &out)
+	res, err := run(context.Background(), upstream{host: testHost, ca: []byte("CA"), kube: f.kube, dyn: f.dyn, disc: f.kube.Discovery()}, opts, &out)
 	return res, out.String(), err
 }
 
@@ -343,5 +367,32 @@ func TestRunPreflight(t *testing.T) {
 	}
 	if w := f.writes(); len(w) != 0 {
 		t.Errorf("writes to an unreachable upstream: %v", w)
+	}
+}
+
+// TestRunUsesABoundSyncerConfigAPI: in a KubeStellar-style kcp mailbox SyncerConfigs come from an
+// APIBinding; syncer-gen sees them in discovery and installs no CRD (kcp would never accept it).
+func TestRunUsesABoundSyncerConfigAPI(t *testing.T) {
+	f := newFakeUpstream(t, nil)
+	f.serveSyncerConfigs() // bound, no CRD object
+	if _, out, err := f.run(t, testOptions()); err != nil || strings.Contains(out, "Installing the SyncerConfig CRD") {
+		t.Fatalf("err %v; output:\n%s", err, out)
+	}
+	for _, a := range f.dyn.Actions() {
+		if a.GetVerb() == "create" && a.GetResource() == crdGVR {
+			t.Fatal("a CRD was created beside the bound API")
+		}
+	}
+}
+
+// TestRunStopsWhenCRDNamesRejected: a CRD whose names the upstream rejects is an error at once, with
+// the reason, not a wait that ends in a timeout.
+func TestRunStopsWhenCRDNamesRejected(t *testing.T) {
+	f := newFakeUpstream(t, nil)
+	f.rejectNames = true
+	start := time.Now()
+	_, _, err := f.run(t, testOptions())
+	if err == nil || !strings.Contains(err.Error(), "ListKindConflict") || time.Since(start) > 10*time.Second {
+		t.Fatalf("err = %v after %s", err, time.Since(start))
 	}
 }

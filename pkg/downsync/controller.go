@@ -50,6 +50,8 @@ type Selection interface {
 	Resource(gr schema.GroupResource) (Resource, bool)
 	// Matches tells whether an upstream object is selected.
 	Matches(gr schema.GroupResource, namespace, name string) bool
+	// NamesExplicitly tells whether a config names the object itself, not only through a wildcard.
+	NamesExplicitly(gr schema.GroupResource, namespace, name string) bool
 	// Mentions tells whether any config names the resource, served or not.
 	Mentions(gr schema.GroupResource) bool
 	// NamespacedResources lists the selected namespaced resources read upstream.

@@ -44,6 +44,11 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	// Copies upsync wrote upstream are never downsynced back.
 	wanted := upObj != nil && upObj.GetDeletionTimestamp() == nil && !mapping.OwnedUpstream(upObj) &&
 		c.cfg.Selection.Matches(gr, key.Namespace, key.Name)
+	if wanted && mapping.SystemObject(gr, upObj) && !c.cfg.Selection.NamesExplicitly(gr, key.Namespace, key.Name) {
+		// The apiserver's own object (root CA, default ServiceAccount, token): each side has its own.
+		logger.V(logging.Skip).Info("Not downsyncing an object the apiserver makes itself; name it explicitly to sync it")
+		wanted = false
+	}
 	if wanted {
 		return c.apply(ctx, key, r, upObj, downObj)
 	}

@@ -49,6 +49,9 @@ func (v *view) Matches(gr schema.GroupResource, ns, name string) bool {
 	return v.sel.Matches(gr, ns, name)
 }
 func (v *view) Mentions(gr schema.GroupResource) bool { return v.sel.Mentions(gr) }
+func (v *view) NamesExplicitly(gr schema.GroupResource, ns, name string) bool {
+	return v.sel.NamesExplicitly(gr, ns, name)
+}
 func (v *view) NamespacedResources() []Resource {
 	var out []Resource
 	for _, r := range v.resources {
@@ -241,5 +244,38 @@ func TestConflictClearedWhenResourceLeaves(t *testing.T) {
 	h.c.Prune()
 	if n, ex := h.c.Writes().Conflicts().Problems(5); n != 0 {
 		t.Fatalf("conflicts after the resource left = %d %v, want 0", n, ex)
+	}
+}
+
+// TestSystemObjectsOnlyWhenNamed: kcp's (or any apiserver's) own kube-root-ca.crt in a namespace the
+// config selects whole is never written over the edge's own, nor is it a conflict; named explicitly,
+// it is synced like any object.
+func TestSystemObjectsOnlyWhenNamed(t *testing.T) {
+	rootCA := u("v1", "ConfigMap", "a", "kube-root-ca.crt", map[string]interface{}{"ca.crt": "upstream CA"})
+	edgeCA := u("v1", "ConfigMap", "a", "kube-root-ca.crt", map[string]interface{}{"ca.crt": "edge CA"})
+	caKey := framework.Key{GVR: cmGVR, Namespace: "a", Name: "kube-root-ca.crt"}
+
+	h := newHarness(t, selecting("a"), objs(rootCA, nsA), objs(nsA, edgeCA))
+	if _, err := h.c.process(context.Background(), caKey); err != nil {
+		t.Fatal(err)
+	}
+	if a := h.actions(); len(a) != 0 {
+		t.Errorf("wildcard: actions %v, want none", a)
+	}
+	if n, _ := h.c.Writes().Conflicts().Problems(5); n != 0 {
+		t.Errorf("wildcard: %d conflicts, want none", n)
+	}
+
+	named := selecting("a")
+	named.sel, _ = selection.Merge([]*edgev1.SyncerConfig{{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: edgev1.SyncerConfigSpec{
+		NamespacedObjects: []edgev1.NamespaceScopeDownsyncObjects{{GroupResource: metav1.GroupResource{Resource: "configmaps"}, APIVersion: "v1",
+			ObjectsByNamespace: []edgev1.NamespaceAndNames{{Namespace: "a", Names: []string{"kube-root-ca.crt"}}}}},
+	}}})
+	h = newHarness(t, named, objs(rootCA, nsA), objs(nsA))
+	if _, err := h.c.process(context.Background(), caKey); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"get configmaps", "patch configmaps"}, h.actions()); diff != "" {
+		t.Errorf("named: actions (-want +got):\n%s", diff)
 	}
 }

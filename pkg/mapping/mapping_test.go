@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 func mustObj(t testing.TB, s string) *unstructured.Unstructured {
@@ -299,5 +300,38 @@ func TestClusterRecorded(t *testing.T) {
 	}
 	if many.GetAnnotations()[HashAnnotation] == one.GetAnnotations()[HashAnnotation] {
 		t.Error("the digest does not cover the cluster mark")
+	}
+}
+
+func TestSystemObject(t *testing.T) {
+	obj := func(kind, name string, fields map[string]interface{}) *unstructured.Unstructured {
+		o := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": kind}}
+		for k, v := range fields {
+			o.Object[k] = v
+		}
+		o.SetName(name)
+		o.SetNamespace("demo")
+		return o
+	}
+	cms := schema.GroupResource{Resource: "configmaps"}
+	sas := schema.GroupResource{Resource: "serviceaccounts"}
+	secrets := schema.GroupResource{Resource: "secrets"}
+	for _, tc := range []struct {
+		gr   schema.GroupResource
+		obj  *unstructured.Unstructured
+		want bool
+	}{
+		{cms, obj("ConfigMap", "kube-root-ca.crt", nil), true},
+		{cms, obj("ConfigMap", "openshift-service-ca.crt", nil), true},
+		{cms, obj("ConfigMap", "app-config", nil), false},
+		{sas, obj("ServiceAccount", "default", nil), true},
+		{sas, obj("ServiceAccount", "builder", nil), false},
+		{secrets, obj("Secret", "builder-token", map[string]interface{}{"type": "kubernetes.io/service-account-token"}), true},
+		{secrets, obj("Secret", "tls", map[string]interface{}{"type": "kubernetes.io/tls"}), false},
+		{schema.GroupResource{Group: "example.com", Resource: "configmaps"}, obj("ConfigMap", "kube-root-ca.crt", nil), false},
+	} {
+		if got := SystemObject(tc.gr, tc.obj); got != tc.want {
+			t.Errorf("SystemObject(%s %s) = %v, want %v", tc.gr, tc.obj.GetName(), got, tc.want)
+		}
 	}
 }

@@ -179,8 +179,7 @@ func Resolve(sel *Selection, up, down *Index) (map[schema.GroupResource]*Resourc
 		gr := schema.GroupResource{Group: req.Group, Resource: req.Resource}
 		r, ok := up.Lookup(gr, req.Version)
 		if !ok {
-			problems = append(problems, req.problems(problem.UnknownResource, gr,
-				fmt.Sprintf("resource %q is not served upstream (a plural resource name is needed, e.g. \"deployments\")", gr.String()))...)
+			problems = append(problems, req.problems(problem.UnknownResource, gr, up.notServed(gr))...)
 			continue
 		}
 		if r.Namespaced != req.Namespaced {
@@ -195,6 +194,17 @@ func Resolve(sel *Selection, up, down *Index) (map[schema.GroupResource]*Resourc
 		add(req, r)
 	}
 	return out, problems
+}
+
+// notServed says why a resource is not served: a name that is another resource's kind or singular
+// gets the plural to use; otherwise the API is missing (yet) upstream, and its objects wait.
+func (idx *Index) notServed(gr schema.GroupResource) string {
+	for _, r := range idx.byGroup[gr.Group] {
+		if strings.EqualFold(r.Kind, gr.Resource) || r.GVR.Resource == gr.Resource+"s" || r.GVR.Resource == gr.Resource+"es" {
+			return fmt.Sprintf("resource %q is not served upstream; did you mean %q (resources are named by their plural)?", gr.String(), r.GVR.Resource)
+		}
+	}
+	return fmt.Sprintf("resource %q is not served upstream (yet): no CRD or APIBinding provides it there; its objects wait until one does", gr.String())
 }
 
 func scopeWord(namespaced bool) string {

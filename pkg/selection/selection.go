@@ -90,6 +90,20 @@ func (r *rule) matches(namespace, name string) bool {
 	return false
 }
 
+// namesExplicitly tells whether the rule names the object itself — by its name in namespacedObjects
+// or clusterScope — rather than selecting it through a wildcard or a whole namespace.
+func (r *rule) namesExplicitly(namespace, name string) bool {
+	if namespace == "" {
+		return r.clusterNames.Has(name)
+	}
+	for _, ns := range []string{namespace, wildcard} {
+		if names, ok := r.objects[ns]; ok && names.Has(name) {
+			return true
+		}
+	}
+	return false
+}
+
 // Merge builds the Selection from every SyncerConfig. Entries with no resource name are reported as
 // problems and skipped; the rest still counts.
 func Merge(configs []*edgev1.SyncerConfig) (*Selection, []problem.Problem) {
@@ -279,6 +293,21 @@ func matchRules(rules map[schema.GroupResource]*rule, gr schema.GroupResource, n
 	}
 	if r, ok := rules[schema.GroupResource{Group: gr.Group, Resource: wildcard}]; ok && r.matches(namespace, name) {
 		return true
+	}
+	return false
+}
+
+// NamesExplicitly tells whether a config names the object itself (in namespacedObjects or
+// clusterScope), not only through "*" or a whole namespace. Objects apiservers make themselves (see
+// mapping.SystemObject) are downsynced only when named so.
+func (s *Selection) NamesExplicitly(gr schema.GroupResource, namespace, name string) bool {
+	if s == nil {
+		return false
+	}
+	for _, key := range []schema.GroupResource{gr, {Group: gr.Group, Resource: wildcard}} {
+		if r, ok := s.rules[key]; ok && r.namesExplicitly(namespace, name) {
+			return true
+		}
 	}
 	return false
 }

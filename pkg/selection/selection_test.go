@@ -237,3 +237,43 @@ func TestProblemsNameEveryConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestNamesExplicitly: only a name written in the config counts, not "*" nor a whole namespace.
+func TestNamesExplicitly(t *testing.T) {
+	cms := schema.GroupResource{Resource: "configmaps"}
+	sel, _ := Merge([]*edgev1.SyncerConfig{cfg("a", edgev1.SyncerConfigSpec{
+		NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"whole"},
+			Resources: []edgev1.NamespaceScopeDownsyncResource{{GroupResource: metav1.GroupResource{Resource: "configmaps"}}}},
+		NamespacedObjects: []edgev1.NamespaceScopeDownsyncObjects{{GroupResource: metav1.GroupResource{Resource: "configmaps"},
+			ObjectsByNamespace: []edgev1.NamespaceAndNames{{Namespace: "named", Names: []string{"kube-root-ca.crt"}}, {Namespace: "star", Names: []string{"*"}}}}},
+		Upsync: []edgev1.UpsyncSet{{APIGroup: "", Resources: []string{"configmaps"}, Namespaces: []string{"*"}, Names: []string{"*", "listed"}}},
+	})})
+	for _, tc := range []struct {
+		ns      string
+		matches bool
+		named   bool
+	}{{"whole", true, false}, {"named", true, true}, {"star", true, false}, {"other", false, false}} {
+		if got := sel.Matches(cms, tc.ns, "kube-root-ca.crt"); got != tc.matches {
+			t.Errorf("Matches(%s) = %v", tc.ns, got)
+		}
+		if got := sel.NamesExplicitly(cms, tc.ns, "kube-root-ca.crt"); got != tc.named {
+			t.Errorf("NamesExplicitly(%s) = %v", tc.ns, got)
+		}
+	}
+	if !sel.UpsyncMatches(cms, "x", "kube-root-ca.crt") || sel.UpsyncNamesExplicitly(cms, "x", "kube-root-ca.crt") || !sel.UpsyncNamesExplicitly(cms, "x", "listed") {
+		t.Error("upsync: a wildcard counted as naming, or a listed name did not")
+	}
+}
+
+func TestNotServedSaysWhy(t *testing.T) {
+	idx := index()
+	if msg := idx.notServed(schema.GroupResource{Group: "apps", Resource: "deployment"}); !strings.Contains(msg, `did you mean "deployments"`) {
+		t.Errorf("singular: %s", msg)
+	}
+	if msg := idx.notServed(schema.GroupResource{Group: "apps", Resource: "Deployment"}); !strings.Contains(msg, `did you mean "deployments"`) {
+		t.Errorf("kind: %s", msg)
+	}
+	if msg := idx.notServed(schema.GroupResource{Group: "example.com", Resource: "gadgets"}); !strings.Contains(msg, "no CRD or APIBinding provides it") || strings.Contains(msg, "did you mean") {
+		t.Errorf("missing API: %s", msg)
+	}
+}

@@ -32,6 +32,22 @@ func (s *Selection) UpsyncMatches(gr schema.GroupResource, namespace, name strin
 	return false
 }
 
+// UpsyncNamesExplicitly tells whether an upsync entry that selects the edge object lists its name
+// itself, not only "*". Objects apiservers make themselves (see mapping.SystemObject) are upsynced
+// only when named so.
+func (s *Selection) UpsyncNamesExplicitly(gr schema.GroupResource, namespace, name string) bool {
+	if s == nil {
+		return false
+	}
+	for _, u := range s.upsync {
+		if (u.APIGroup == gr.Group || u.APIGroup == wildcard) && listHas(u.Resources, gr.Resource) &&
+			(namespace == "" || listHas(u.Namespaces, namespace)) && slices.Contains(u.Names, name) {
+			return true
+		}
+	}
+	return false
+}
+
 // UpsyncMentions tells whether any upsync entry could select objects of the resource.
 func (s *Selection) UpsyncMentions(gr schema.GroupResource) bool {
 	if s == nil {

@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -52,9 +53,14 @@ type Syncer struct {
 
 	up, down *informermanager.Manager
 
+	upDisc, downDisc *cachedDiscovery
+
 	configInformer cache.SharedIndexInformer
 	upCRDs         cache.SharedIndexInformer
 	downCRDs       cache.SharedIndexInformer
+	// bindings watches kcp's APIBindings upstream once discovery shows them (resolver goroutine).
+	bindings atomic.Pointer[schema.GroupVersionResource]
+	triggers sync.WaitGroup // the trigger informers' goroutines
 
 	resolveQueue workqueue.TypedRateLimitingInterface[string]
 	resolver     *resolver
@@ -89,6 +95,8 @@ func New(cfg Config) (*Syncer, error) {
 	s := &Syncer{
 		cfg:        cfg,
 		ownerLabel: mapping.OwnerLabelValue(cfg.SyncTargetName),
+		upDisc:     newCachedDiscovery(cfg.UpstreamDiscovery),
+		downDisc:   newCachedDiscovery(cfg.DownstreamDiscovery),
 		resolveQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](500*time.Millisecond, time.Minute),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "resolve", MetricsProvider: cfg.Metrics.WorkqueueProvider()}),
@@ -103,7 +111,7 @@ func New(cfg Config) (*Syncer, error) {
 		return nil, err
 	}
 	s.resolver = &resolver{
-		configs: s.configs, upDisc: cfg.UpstreamDiscovery, downDisc: cfg.DownstreamDiscovery,
+		configs: s.configs, upDisc: s.upDisc, downDisc: s.downDisc,
 		upClient: cfg.UpstreamDynamic, downClnt: cfg.DownstreamDynamic, up: s.up, down: s.down,
 		ownerLabel: s.ownerLabel, publish: func(next *snapshot) { s.state.Store(next) },
 	}
@@ -142,40 +150,57 @@ func (s *Syncer) newControllers() error {
 }
 
 // newTriggers makes the informers whose events ask for a resolve: SyncerConfigs upstream (spec
-// changes only: the heartbeat writes their status) and CRDs on both sides.
+// changes only: the heartbeat writes their status) and CRDs on both sides (which also make discovery
+// stale). The objects listed at start ask for nothing: Run resolves once when they are all listed.
 func (s *Syncer) newTriggers() error {
 	s.configInformer = dynamicinformer.NewFilteredDynamicInformer(s.cfg.UpstreamDynamic, edgev1.SyncerConfigResource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
-	s.upCRDs = crdTrigger(s.cfg.UpstreamDynamic)
-	s.downCRDs = crdTrigger(s.cfg.DownstreamDynamic)
-	enqueue := func() { s.resolveQueue.AddAfter(resolveKey, resolveDelay) }
-	trigger := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(interface{}) { enqueue() },
-		UpdateFunc: func(_, _ interface{}) { enqueue() },
-		DeleteFunc: func(interface{}) { enqueue() },
-	}
-	configTrigger := trigger
-	configTrigger.UpdateFunc = func(oldObj, newObj interface{}) {
+	s.upCRDs = apiTrigger(s.cfg.UpstreamDynamic, crdGVR)
+	s.downCRDs = apiTrigger(s.cfg.DownstreamDynamic, crdGVR)
+	specChanged := func(oldObj, newObj interface{}) bool {
 		o, n := objectOf(oldObj), objectOf(newObj)
-		if o != nil && n != nil && o.GetGeneration() == n.GetGeneration() && o.GetGeneration() != 0 {
-			return
-		}
-		enqueue()
+		return o == nil || n == nil || o.GetGeneration() != n.GetGeneration() || o.GetGeneration() == 0
 	}
-	if _, err := s.configInformer.AddEventHandler(configTrigger); err != nil {
+	if _, err := s.configInformer.AddEventHandler(s.trigger(false, specChanged)); err != nil {
 		return err
 	}
 	for _, inf := range []cache.SharedIndexInformer{s.upCRDs, s.downCRDs} {
-		if _, err := inf.AddEventHandler(trigger); err != nil {
+		if _, err := inf.AddEventHandler(s.trigger(true, nil)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// crdTrigger watches CRDs only to notice APIs appearing, changing and going; it keeps names,
-// generations and conditions, not schemas.
-func crdTrigger(client dynamic.Interface) cache.SharedIndexInformer {
-	inf := dynamicinformer.NewFilteredDynamicInformer(client, crdGVR, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+// trigger is an event handler that asks for a resolve, after making discovery stale when the event
+// may mean an API appeared, changed or went. Updates count only when changed says so (nil: all).
+func (s *Syncer) trigger(rediscover bool, changed func(oldObj, newObj interface{}) bool) cache.ResourceEventHandler {
+	enqueue := func() {
+		if rediscover {
+			s.upDisc.Invalidate()
+			s.downDisc.Invalidate()
+		}
+		s.resolveQueue.AddAfter(resolveKey, resolveDelay)
+	}
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(_ interface{}, isInInitialList bool) {
+			if !isInInitialList {
+				enqueue()
+			}
+		},
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			if changed == nil || changed(oldObj, newObj) {
+				enqueue()
+			}
+		},
+		DeleteFunc: func(interface{}) { enqueue() },
+	}
+}
+
+// apiTrigger watches objects that bring APIs (CRDs; kcp's APIBindings) only to notice APIs appearing,
+// changing and going; it keeps names, generations and status conditions (and an APIBinding's phase
+// and bound resources), not schemas.
+func apiTrigger(client dynamic.Interface, gvr schema.GroupVersionResource) cache.SharedIndexInformer {
+	inf := dynamicinformer.NewFilteredDynamicInformer(client, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
 	_ = inf.SetTransform(func(obj interface{}) (interface{}, error) {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {
@@ -185,12 +210,31 @@ func crdTrigger(client dynamic.Interface) cache.SharedIndexInformer {
 		slim.SetName(u.GetName())
 		slim.SetResourceVersion(u.GetResourceVersion())
 		slim.SetGeneration(u.GetGeneration())
-		if conds, ok, _ := unstructured.NestedSlice(u.Object, "status", "conditions"); ok {
-			_ = unstructured.SetNestedSlice(slim.Object, conds, "status", "conditions")
+		for _, field := range []string{"conditions", "phase", "boundResources"} {
+			if v, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "status", field); ok {
+				_ = unstructured.SetNestedField(slim.Object, runtime.DeepCopyJSONValue(v), "status", field)
+			}
 		}
 		return slim, nil
 	})
 	return inf
+}
+
+// watchBindings starts watching kcp's APIBindings upstream, once discovery shows them: a binding
+// brings APIs without any CRD event, so without it a newly bound API would wait for the discovery
+// refresh period.
+func (s *Syncer) watchBindings(ctx context.Context, gvr schema.GroupVersionResource) {
+	if gvr.Empty() || s.bindings.Load() != nil {
+		return
+	}
+	s.bindings.Store(&gvr)
+	inf := apiTrigger(s.cfg.UpstreamDynamic, gvr)
+	if _, err := inf.AddEventHandler(s.trigger(true, nil)); err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot watch APIBindings")
+		return
+	}
+	klog.FromContext(ctx).Info("Upstream is a kcp workspace: watching its APIBindings for APIs that come and go", "resource", gvr.String())
+	s.triggers.Go(func() { inf.Run(ctx.Done()) })
 }
 
 func (s *Syncer) snapshot() *snapshot { return s.state.Load() }
@@ -213,10 +257,9 @@ func (s *Syncer) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	defer utilruntime.HandleCrashWithContext(ctx)
 
-	var triggers sync.WaitGroup // the trigger informers
-	defer triggers.Wait()
+	defer s.triggers.Wait()
 	for _, inf := range []cache.SharedIndexInformer{s.configInformer, s.upCRDs, s.downCRDs} {
-		triggers.Go(func() { inf.Run(ctx.Done()) })
+		s.triggers.Go(func() { inf.Run(ctx.Done()) })
 	}
 	s.up.Start(ctx)
 	s.down.Start(ctx)
@@ -233,7 +276,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 	s.resolveQueue.Add(resolveKey)
 	work.Go(func() { s.runResolver(ctx) })
 	if p := s.cfg.DiscoveryRefreshPeriod; p > 0 {
-		work.Go(func() { wait.Until(func() { s.resolveQueue.Add(resolveKey) }, p, ctx.Done()) })
+		work.Go(func() { s.refreshDiscovery(ctx, p) })
 	}
 	if p := s.cfg.HeartbeatPeriod; p > 0 {
 		work.Go(func() { s.heartbeat.Run(ctx, p) })
@@ -248,6 +291,23 @@ func (s *Syncer) Run(ctx context.Context) error {
 	<-ctx.Done()
 	s.resolveQueue.ShutDown()
 	return nil
+}
+
+// refreshDiscovery re-reads discovery every period (the first time a period after start), a safety
+// net for APIs that appear without any event the triggers see (aggregated APIs, say).
+func (s *Syncer) refreshDiscovery(ctx context.Context, period time.Duration) {
+	ticker := time.NewTicker(period)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+			s.upDisc.Invalidate()
+			s.downDisc.Invalidate()
+			s.resolveQueue.Add(resolveKey)
+		}
+	}
 }
 
 // waitForTriggers waits for the config and CRD informers, saying clearly what is missing while they
@@ -297,6 +357,7 @@ func (s *Syncer) runResolver(ctx context.Context) {
 			s.resolveQueue.Forget(key)
 			s.resolved.Store(true)
 			s.afterResolve(ctx, old, next)
+			s.watchBindings(ctx, next.bindings)
 		}
 		s.resolveQueue.Done(key)
 	}

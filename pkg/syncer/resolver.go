@@ -23,6 +23,9 @@ import (
 	"github.com/kubestellar/syncer/pkg/selection"
 )
 
+// apiBindingsResource is kcp's APIBinding: a workspace that serves it is a kcp workspace.
+var apiBindingsResource = schema.GroupResource{Group: "apis.kcp.io", Resource: "apibindings"}
+
 // discoverer is the part of a discovery client the resolver uses.
 type discoverer interface {
 	ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav1.APIResourceList, error)
@@ -72,6 +75,9 @@ func (r *resolver) resolve(ctx context.Context, old *snapshot) (*snapshot, error
 		return nil, fmt.Errorf("downstream discovery: %w", err)
 	}
 	next := resolveSelection(sel, old, up, down)
+	if b, ok := up.index.Lookup(apiBindingsResource, ""); ok {
+		next.bindings = b.GVR
+	}
 	next.problems = append(problems, next.problems...)
 	if next.leftovers, err = r.findLeftovers(ctx, old, down, next.resources); err != nil {
 		return nil, err

@@ -26,6 +26,8 @@ type snapshot struct {
 	// resource left the upsync selection (to delete them).
 	upLeftovers map[schema.GroupResource]schema.GroupVersionResource
 	problems    []problem.Problem
+	// bindings is kcp's APIBinding resource when the upstream serves it (a kcp workspace).
+	bindings schema.GroupVersionResource
 }
 
 func emptySnapshot() *snapshot {
@@ -63,6 +65,10 @@ func (v downsyncView) Resource(gr schema.GroupResource) (downsync.Resource, bool
 
 func (v downsyncView) Matches(gr schema.GroupResource, namespace, name string) bool {
 	return v.current().selection.Matches(gr, namespace, name)
+}
+
+func (v downsyncView) NamesExplicitly(gr schema.GroupResource, namespace, name string) bool {
+	return v.current().selection.NamesExplicitly(gr, namespace, name)
 }
 
 func (v downsyncView) Mentions(gr schema.GroupResource) bool {
@@ -105,4 +111,8 @@ func (v upsyncView) Resource(gr schema.GroupResource) (upsync.Resource, bool) {
 
 func (v upsyncView) UpsyncMatches(gr schema.GroupResource, namespace, name string) bool {
 	return v.current().selection.UpsyncMatches(gr, namespace, name)
+}
+
+func (v upsyncView) UpsyncNamesExplicitly(gr schema.GroupResource, namespace, name string) bool {
+	return v.current().selection.UpsyncNamesExplicitly(gr, namespace, name)
 }

@@ -40,6 +40,8 @@ type Selection interface {
 	Resource(gr schema.GroupResource) (Resource, bool)
 	// UpsyncMatches tells whether an edge object is selected for upsync.
 	UpsyncMatches(gr schema.GroupResource, namespace, name string) bool
+	// UpsyncNamesExplicitly tells whether an upsync entry lists the object's name itself.
+	UpsyncNamesExplicitly(gr schema.GroupResource, namespace, name string) bool
 }
 
 // Config is what NewController needs.
@@ -175,7 +177,9 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 		}
 	}
 	wanted := r.Selected && down != nil && down.GetDeletionTimestamp() == nil && !mapping.OwnedDownstream(down) &&
-		c.cfg.Selection.UpsyncMatches(gr, key.Namespace, key.Name)
+		c.cfg.Selection.UpsyncMatches(gr, key.Namespace, key.Name) &&
+		// The edge apiserver's own objects (root CA, default ServiceAccount, tokens) only when named.
+		(!mapping.SystemObject(gr, down) || c.cfg.Selection.UpsyncNamesExplicitly(gr, key.Namespace, key.Name))
 	if !wanted {
 		return 0, c.deleteUpstream(ctx, key, r, up)
 	}

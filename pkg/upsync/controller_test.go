@@ -32,6 +32,7 @@ func (v view) Resource(gr schema.GroupResource) (Resource, bool) {
 func (v view) UpsyncMatches(gr schema.GroupResource, namespace, name string) bool {
 	return v.selected && namespace == "policy"
 }
+func (v view) UpsyncNamesExplicitly(schema.GroupResource, string, string) bool { return false }
 
 func report(namespace, name string, fail int64) *unstructured.Unstructured {
 	o := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "wgpolicyk8s.io/v1alpha2", "kind": "PolicyReport",
@@ -149,6 +150,9 @@ func (v *switchable) Resource(gr schema.GroupResource) (Resource, bool) {
 	return Resource{Upstream: reports, Downstream: reports, Namespaced: true, Selected: true}, v.upsynced && gr == reports.GroupResource()
 }
 func (v *switchable) UpsyncMatches(schema.GroupResource, string, string) bool { return v.upsynced }
+func (v *switchable) UpsyncNamesExplicitly(schema.GroupResource, string, string) bool {
+	return false
+}
 
 // TestConflictClearedWhenResourceLeaves is the regression test of an upsync conflict that outlived
 // its resource: once the entry is removed nothing processes the key again, so Prune must forget it.
@@ -178,3 +182,43 @@ func TestConflictClearedWhenResourceLeaves(t *testing.T) {
 		t.Fatalf("conflicts after the resource left = %d %v, want 0", n, ex)
 	}
 }
+
+// TestSystemObjectsNotUpsyncedByWildcard: the edge's own kube-root-ca.crt is not copied over the
+// upstream's by an entry with names ["*"], and is no conflict.
+func TestSystemObjectsNotUpsyncedByWildcard(t *testing.T) {
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	edgeCA := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]interface{}{"ca.crt": "edge"}}}
+	edgeCA.SetNamespace("policy")
+	edgeCA.SetName("kube-root-ca.crt")
+	upCA := edgeCA.DeepCopy()
+	upCA.Object["data"] = map[string]interface{}{"ca.crt": "upstream"}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{cms: "ConfigMapList"}, upCA.DeepCopy())
+	c, err := NewController(Config{
+		Upstream: client, Metrics: metrics.New(prometheus.NewRegistry()), OwnerLabelValue: "edge1",
+		UpstreamInformers:   fakeinformers.Informers{cms: fakeinformers.With(upCA)},
+		DownstreamInformers: fakeinformers.Informers{cms: fakeinformers.With(edgeCA)},
+		Selection:           allConfigMaps{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.process(context.Background(), framework.Key{GVR: cms, Namespace: "policy", Name: "kube-root-ca.crt"}); err != nil {
+		t.Fatal(err)
+	}
+	if a := client.Actions(); len(a) != 0 {
+		t.Errorf("upstream actions %v, want none", a)
+	}
+	if n, _ := c.Writes().Conflicts().Problems(5); n != 0 {
+		t.Errorf("%d conflicts, want none", n)
+	}
+}
+
+// allConfigMaps upsyncs every ConfigMap by a wildcard.
+type allConfigMaps struct{}
+
+func (allConfigMaps) Resource(gr schema.GroupResource) (Resource, bool) {
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	return Resource{Upstream: cms, Downstream: cms, Namespaced: true, Selected: true}, gr == cms.GroupResource()
+}
+func (allConfigMaps) UpsyncMatches(schema.GroupResource, string, string) bool         { return true }
+func (allConfigMaps) UpsyncNamesExplicitly(schema.GroupResource, string, string) bool { return false }
