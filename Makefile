@@ -17,6 +17,8 @@ export KCP_BIN KCP_VERSION
 
 GO          ?= go
 E2E_TIMEOUT ?= 45m
+# The upstreams every e2e scenario runs against: a plain kube-apiserver and a kcp mailbox workspace.
+E2E_UPSTREAMS ?= kube kcp
 
 IMAGE       ?= kubestellar-syncer:dev
 
@@ -30,10 +32,13 @@ test: lint test-unit image-check test-e2e ## Everything CI runs.
 test-unit: ## Unit tests (fake clients, pure packages), with the race detector.
 	$(GO) test -race -count=1 ./pkg/... ./cmd/... ./test/bench/... ./test/support/...
 
-test-e2e: e2e-bins kcp-bins prometheus-bin ## End-to-end tests against real etcd + kube-apiservers, the syncer run as a process.
-	@log=$$(mktemp -t kubestellar-syncer-e2e-XXXXXX.log); echo "full log: $$log"; \
-	E2E=1 $(GO) test -race -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/... 2>&1 | tee "$$log" | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+[a-z_]+_test\.go:[0-9]+:)' ; \
-	rc=$${PIPESTATUS[0]}; echo "e2e: exit status $$rc; full log in $$log"; exit $$rc
+test-e2e: e2e-bins kcp-bins prometheus-bin ## End-to-end tests against real control planes (once per upstream in E2E_UPSTREAMS), the syncer run as a process.
+	@log=$$(mktemp -t kubestellar-syncer-e2e-XXXXXX.log); echo "full log: $$log"; rc=0; \
+	for up in $(E2E_UPSTREAMS); do \
+	  echo "e2e: upstream $$up"; \
+	  E2E=1 E2E_UPSTREAM=$$up $(GO) test -race -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/... 2>&1 | tee -a "$$log" | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|e2e: |\s+[a-z_]+_test\.go:[0-9]+:)' ; \
+	  r=$${PIPESTATUS[0]}; echo "e2e: upstream $$up: exit status $$r"; [ $$r -eq 0 ] || rc=$$r; \
+	done; echo "e2e: full log in $$log"; exit $$rc
 
 e2e-bins: ## Build the control-plane binaries once (about 4-8 minutes cold; seconds when cached).
 	@bash hack/build-k8s-bins.sh
@@ -73,7 +78,14 @@ $(GOLANGCI_LINT):
 	  GOBIN=$$tmp $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) && \
 	  mv "$$tmp/golangci-lint" $@
 
-demo: build testenv ## Show the syncer at work on the local control plane.
+# DEMO_UPSTREAM=kcp runs the demo against a kcp mailbox workspace (and starts kcp with the testenv).
+DEMO_UPSTREAM ?= kube
+export DEMO_UPSTREAM
+ifeq ($(DEMO_UPSTREAM),kcp)
+TESTENV_FLAGS += -kcp
+endif
+
+demo: build testenv ## Show the syncer at work on the local control plane (DEMO_UPSTREAM=kcp: against a kcp workspace).
 	@bash hack/demo.sh
 
 bench: build e2e-bins ## Benchmarks on a real control plane (about 45 minutes): table on stdout, JSON in bench-results.json.

@@ -7,8 +7,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KUBECTL=${KUBECTL:-$E2E_BIN/kubectl}
-U=(--kubeconfig .testenv/upstream.kubeconfig)
-D=(--kubeconfig .testenv/downstream.kubeconfig)
+# DEMO_UPSTREAM=kcp runs the walk-through against the kcp mailbox workspace of `make testenv
+# TESTENV_FLAGS=-kcp` (Deployments come there from an APIBinding); kube (default) against the plain
+# kube-apiserver. Each side gets a kubectl discovery cache of its own: kubectl keys it by host, and kcp
+# serves every workspace on one host.
+case ${DEMO_UPSTREAM:-kube} in
+  kube) upcfg=.testenv/upstream.kubeconfig ;;
+  kcp) upcfg=.testenv/kcp-mailbox.kubeconfig ;;
+  *) echo "demo: DEMO_UPSTREAM=$DEMO_UPSTREAM: want kube or kcp" >&2; exit 2 ;;
+esac
+[ -f "$upcfg" ] || { echo "demo: $upcfg is missing: start the control plane with make testenv (TESTENV_FLAGS=-kcp for kcp)" >&2; exit 1; }
+U=(--kubeconfig "$upcfg" --cache-dir .testenv/kubectl-cache-up)
+D=(--kubeconfig .testenv/downstream.kubeconfig --cache-dir .testenv/kubectl-cache-down)
 up() { "$KUBECTL" "${U[@]}" "$@"; }
 down() { "$KUBECTL" "${D[@]}" "$@"; }
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
@@ -18,12 +28,12 @@ waitfor() { # description, command...
   echo "demo: timed out waiting for $what" >&2; return 1
 }
 
-say "Upstream (mailbox workspace): a namespace with a ConfigMap and a Deployment"
+say "Upstream ($upcfg): a namespace with a ConfigMap and a Deployment"
 up create namespace demo --dry-run=client -o yaml | up apply -f -
 up -n demo create configmap greeting --from-literal=message=hello --dry-run=client -o yaml | up apply -f -
 up -n demo create deployment web --image=registry.invalid/web:1 --replicas=2 --dry-run=client -o yaml | up apply -f -
 
-say "Bootstrap: kubectl kubestellar syncer-gen against the mailbox (creates the syncer's identity, installs the SyncerConfig CRD)"
+say "Bootstrap: kubectl kubestellar syncer-gen against the mailbox (creates the syncer's identity, installs the SyncerConfig CRD unless it is served)"
 PATH="$PWD/bin:$PATH" "$KUBECTL" kubestellar syncer-gen demo --syncer-image registry.invalid/kubestellar-syncer:demo \
   -o .testenv/demo-syncer.yaml "${U[@]}"
 id=$(sed -n 's/^# KubeStellar syncer "\(.*\)" for sync target.*/\1/p' .testenv/demo-syncer.yaml)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -45,11 +46,17 @@ func syncerGen(t *testing.T, wantErr bool, args ...string) string {
 
 func kubectl(t *testing.T, kubeconfig string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command(filepath.Join(os.Getenv("E2E_BIN"), "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+	out, err := kubectlCommand(context.Background(), kubeconfig, args...)
 	if err != nil {
 		t.Fatalf("kubectl %v: %v\n%s", args, err, out)
 	}
-	return string(out)
+	return out
+}
+
+// kubectlCommand runs the real kubectl with a kubeconfig and returns its combined output.
+func kubectlCommand(ctx context.Context, kubeconfig string, args ...string) (string, error) {
+	out, err := exec.CommandContext(ctx, filepath.Join(os.Getenv("E2E_BIN"), "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+	return string(out), err
 }
 
 // bootstrapAndRun runs syncer-gen against the upstream, applies its manifest at the edge with
@@ -60,14 +67,14 @@ func bootstrapAndRun(t *testing.T, f *fixture, name, rbac string) (id string, ed
 	t.Helper()
 	manifest := filepath.Join(t.TempDir(), "syncer.yaml")
 	args := []string{name, "--syncer-image=registry.invalid/kubestellar-syncer:e2e", "-o", manifest,
-		"--kubeconfig", env.Upstream.Kubeconfig, "--rbac=" + rbac, "--lifetime=2h"}
+		"--kubeconfig", upstream.Kubeconfig, "--rbac=" + rbac, "--lifetime=2h"}
 	stderr := syncerGen(t, false, args...)
 	for _, want := range []string{"kubectl apply -f", "kubectl get deployment -n"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("the plugin's output does not tell the next step %q:\n%s", want, stderr)
 		}
 	}
-	id = bootstrap.SyncerID(env.Upstream.URL, name)
+	id = bootstrap.SyncerID(upstream.URL, name)
 	t.Cleanup(func() {
 		ctx := f.ctx
 		_ = f.up.kube.RbacV1().ClusterRoles().Delete(ctx, id, metav1.DeleteOptions{})
@@ -147,7 +154,7 @@ func TestBootstrapSyncerGen(t *testing.T) {
 	}
 
 	// Again: the same identity, updated in place.
-	syncerGen(t, false, f.name, "--syncer-image=registry.invalid/kubestellar-syncer:e2e", "-o", filepath.Join(t.TempDir(), "again.yaml"), "--kubeconfig", env.Upstream.Kubeconfig)
+	syncerGen(t, false, f.name, "--syncer-image=registry.invalid/kubestellar-syncer:e2e", "-o", filepath.Join(t.TempDir(), "again.yaml"), "--kubeconfig", upstream.Kubeconfig)
 	sas, err := f.up.kube.CoreV1().ServiceAccounts("default").List(f.ctx, metav1.ListOptions{LabelSelector: "edge.kubestellar.io/syncer=" + id})
 	if err != nil || len(sas.Items) != 1 {
 		t.Fatalf("after a second run: %v service accounts labelled %s (%v)", len(sas.Items), id, err)
@@ -196,7 +203,7 @@ func TestBootstrapLeastRBAC(t *testing.T) {
 func TestBootstrapFailsFast(t *testing.T) {
 	f := newFixture(t)
 	start := time.Now()
-	unreachable := kubeconfigVia(t, env.Upstream, "https://127.0.0.1:1", "")
+	unreachable := kubeconfigVia(t, upstream, "https://127.0.0.1:1", "")
 	stderr := syncerGen(t, true, "edge1", "--syncer-image=x", "-o", "-", "--kubeconfig", unreachable)
 	if !strings.Contains(stderr, "cannot use the upstream at https://127.0.0.1:1") || time.Since(start) > 20*time.Second {
 		t.Errorf("unreachable endpoint: after %v, stderr %q", time.Since(start), stderr)
@@ -213,11 +220,11 @@ func TestBootstrapFailsFast(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr = syncerGen(t, true, "edge1", "--syncer-image=x", "-o", "-", "--kubeconfig", kubeconfigVia(t, env.Upstream, env.Upstream.URL, tr.Status.Token))
+	stderr = syncerGen(t, true, "edge1", "--syncer-image=x", "-o", "-", "--kubeconfig", kubeconfigVia(t, upstream, upstream.URL, tr.Status.Token))
 	if !strings.Contains(stderr, "may not create serviceaccounts") {
 		t.Errorf("no-permission user: stderr %q", stderr)
 	}
-	stderr = syncerGen(t, true, "Not_A_Name", "-o", "-", "--kubeconfig", env.Upstream.Kubeconfig)
+	stderr = syncerGen(t, true, "Not_A_Name", "-o", "-", "--kubeconfig", upstream.Kubeconfig)
 	if !strings.Contains(stderr, "not a valid name") || !strings.Contains(stderr, "--syncer-image is required") {
 		t.Errorf("bad arguments: stderr %q", stderr)
 	}

@@ -33,7 +33,12 @@ import (
 )
 
 var (
-	env       *testenv.Env
+	env *testenv.Env
+	// upstream is the mailbox under test: the plain kube-apiserver (E2E_UPSTREAM=kube, the default) or
+	// a KubeStellar-style kcp mailbox workspace, whose Deployments, Services and Jobs come from an
+	// APIBinding (E2E_UPSTREAM=kcp). Both run the controllers a real one runs.
+	upstream  *testenv.Server
+	mailboxes *testenv.KCPMailboxes // with E2E_UPSTREAM=kcp: the provider and mailbox workspaces
 	syncerBin string
 	pluginBin string // kubectl-kubestellar-syncer_gen
 	repoRoot  string
@@ -70,9 +75,24 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: building the syncer and the plugin:", err)
 		return 1
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	env, err = testenv.Start(ctx, testenv.Options{BinDir: bin, Dir: filepath.Join(dir, "env"), Log: os.Stderr})
+	opts := testenv.Options{BinDir: bin, Dir: filepath.Join(dir, "env"), Log: os.Stderr}
+	kind := os.Getenv("E2E_UPSTREAM")
+	switch kind {
+	case "", "kube":
+		opts.UpstreamControllers = true // root-CA publisher, ServiceAccount and token controllers, as in any cluster
+	case "kcp":
+		opts.KCP, opts.KCPBinDir = true, os.Getenv("KCP_BIN")
+		if missing := testenv.MissingKCPBinaries(opts.KCPBinDir); len(missing) > 0 {
+			fmt.Fprintf(os.Stderr, "e2e: kcp binaries %v missing in KCP_BIN=%q (run `make kcp-bins`)\n", missing, opts.KCPBinDir)
+			return 1
+		}
+	default:
+		fmt.Fprintf(os.Stderr, "e2e: E2E_UPSTREAM=%q: want kube or kcp\n", kind)
+		return 1
+	}
+	env, err = testenv.Start(ctx, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -82,11 +102,23 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "e2e: stopping the control plane:", err)
 		}
 	}()
-	if err := applyFile(ctx, mustClients(env.Upstream), filepath.Join(repoRoot, "manifests", "crds", "edge.kubestellar.io_syncerconfigs.yaml")); err != nil {
+	upstream = env.Upstream
+	if opts.KCP {
+		mailboxes, err = env.SetUpKCPMailboxes(ctx, testenv.KCPMailboxOptions{})
+		if err == nil {
+			upstream, err = mailboxes.Mailbox.Server()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: setting up the kcp mailbox:", err)
+			return 1
+		}
+	}
+	fmt.Fprintf(os.Stderr, "e2e: upstream is %s (%s)\n", upstream.Name, upstream.URL)
+	if err := applyFile(ctx, mustClients(upstream), filepath.Join(repoRoot, "manifests", "crds", "edge.kubestellar.io_syncerconfigs.yaml")); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: installing the SyncerConfig CRD:", err)
 		return 1
 	}
-	up := mustClients(env.Upstream)
+	up := mustClients(upstream)
 	var listErr error
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, listErr = up.dyn.Resource(gvrSyncerConfig).List(ctx, metav1.ListOptions{})
@@ -142,7 +174,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	return &fixture{t: t, ctx: ctx, name: name, up: mustClients(env.Upstream), down: mustClients(env.Downstream)}
+	return &fixture{t: t, ctx: ctx, name: name, up: mustClients(upstream), down: mustClients(env.Downstream)}
 }
 
 // syncerProc is a running syncer process.
@@ -167,7 +199,7 @@ func (f *fixture) startSyncer(opts ...syncerOption) *syncerProc {
 	f.t.Helper()
 	addr, healthAddr := freeAddr(f.t), freeAddr(f.t)
 	args := []string{
-		"--from-kubeconfig=" + env.Upstream.Kubeconfig, "--to-kubeconfig=" + env.Downstream.Kubeconfig,
+		"--from-kubeconfig=" + upstream.Kubeconfig, "--to-kubeconfig=" + env.Downstream.Kubeconfig,
 		"--sync-target-name=" + f.name, "--sync-target-uid=uid-" + f.name,
 		"--metrics-bind-address=" + addr, "--health-probe-bind-address=" + healthAddr, "-v=4",
 	}
@@ -457,6 +489,28 @@ func configMap(namespace, name string, data map[string]interface{}) *unstructure
 // applyFile server-side applies every object of a multi-document YAML file, mapping kinds to
 // resources through the side's discovery (read again for each object, so a CRD applied earlier in
 // the file is found once served).
+// dropNulls removes the fields whose value is null.
+func dropNulls(m map[string]interface{}) {
+	for k, v := range m {
+		switch v := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]interface{}:
+			dropNulls(v)
+		case []interface{}:
+			for _, item := range v {
+				if im, ok := item.(map[string]interface{}); ok {
+					dropNulls(im)
+				}
+			}
+		}
+	}
+}
+
+// upstreamIsKCP tells whether the suite runs against a kcp workspace, whose Services, Deployments and
+// Jobs are served from CRDs: no defaulting, no ClusterIPs.
+func upstreamIsKCP() bool { return os.Getenv("E2E_UPSTREAM") == "kcp" }
+
 func applyFile(ctx context.Context, c clients, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -475,6 +529,9 @@ func applyFile(ctx context.Context, c clients, path string) error {
 		if len(u.Object) == 0 {
 			continue
 		}
+		// A field rendered empty ("replicas: ") means unset: kube's built-in types default it, but
+		// kcp's CRD-served ones reject a null, as any CRD does.
+		dropNulls(u.Object)
 		gvk := u.GroupVersionKind()
 		resources, err := c.kube.Discovery().ServerResourcesForGroupVersion(gvk.GroupVersion().String())
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -217,8 +218,12 @@ func TestHealthProbesAndDisconnect(t *testing.T) {
 	ns := f.namespace("ns")
 	f.create(f.up, gvrConfigMaps, configMap(ns, "before", map[string]interface{}{"k": "v"}))
 	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps")))
-	px := startProxy(t, strings.TrimPrefix(env.Upstream.URL, "https://"))
-	p := f.startSyncer(withArgs("--from-kubeconfig=" + kubeconfigVia(t, env.Upstream, "https://"+px.addr, "")))
+	u, err := url.Parse(upstream.URL) // a kcp workspace's URL has a path: /clusters/<workspace>
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := startProxy(t, u.Host)
+	p := f.startSyncer(withArgs("--from-kubeconfig=" + kubeconfigVia(t, upstream, "https://"+px.addr+u.Path, "")))
 	eventually(t, 30*time.Second, "ready", func() (bool, string) {
 		code, body := p.probe("/readyz")
 		return code == 200, fmt.Sprintf("%d %s", code, body)
@@ -313,18 +318,18 @@ func TestNoSecretsInLogs(t *testing.T) {
 	ns := f.namespace("ns")
 	f.create(f.up, gvrConfigMaps, configMap(ns, "c", map[string]interface{}{"k": "v"}))
 	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps")))
-	kc := kubeconfigVia(t, env.Upstream, env.Upstream.URL, testenv.AdminToken)
+	kc := kubeconfigVia(t, upstream, upstream.URL, upstream.BearerToken)
 	for _, v := range []string{"6", "9"} {
 		p := f.startSyncer(withArgs("--from-kubeconfig="+kc, "-v="+v))
 		f.waitFor(f.down, gvrConfigMaps, ns, "c", hasMark)
 		// Everything the start-up sends (lists, watches, the apply, the status) is in the log.
 		p.waitSettled()
 		eventually(t, 10*time.Second, "-v="+v+": requests in the log (or this test proves nothing)", func() (bool, string) {
-			return strings.Contains(p.logText(), `verb="GET" url="`+env.Upstream.URL), "no upstream GET logged"
+			return strings.Contains(p.logText(), `verb="GET" url="`+upstream.URL), "no upstream GET logged"
 		})
 		p.stop()
 		log := p.logText()
-		if strings.Contains(log, testenv.AdminToken) {
+		if strings.Contains(log, upstream.BearerToken) {
 			t.Errorf("-v=%s: the bearer token is in the log", v)
 		}
 		f.delete(f.down, gvrConfigMaps, ns, "c")

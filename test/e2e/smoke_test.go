@@ -112,7 +112,7 @@ func TestSmokeTokenRequestAndRBAC(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TokenRequest: %v", err)
 	}
-	robot := kubernetes.NewForConfigOrDie(env.Upstream.TokenConfig(tr.Status.Token))
+	robot := kubernetes.NewForConfigOrDie(upstream.TokenConfig(tr.Status.Token))
 	review, err := robot.AuthenticationV1().SelfSubjectReviews().Create(f.ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("SelfSubjectReview with the token: %v", err)

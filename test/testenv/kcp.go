@@ -73,6 +73,25 @@ func (w *Workspace) RESTConfig() (*rest.Config, error) {
 	return clientcmd.BuildConfigFromFlags("", w.Kubeconfig)
 }
 
+// Server is the workspace as a Server: its URL, admin kubeconfig, kcp's CA and admin token, so that
+// tests written against a kube-apiserver run against the workspace unchanged.
+func (w *Workspace) Server() (*Server, error) {
+	cfg, err := clientcmd.LoadFromFile(w.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	ctx, ok := cfg.Contexts[cfg.CurrentContext]
+	if !ok || cfg.Clusters[ctx.Cluster] == nil || cfg.AuthInfos[ctx.AuthInfo] == nil {
+		return nil, fmt.Errorf("testenv: %s has no usable current context", w.Kubeconfig)
+	}
+	ca := strings.TrimSuffix(w.Kubeconfig, ".kubeconfig") + "-ca.crt"
+	if err := os.WriteFile(ca, cfg.Clusters[ctx.Cluster].CertificateAuthorityData, 0o600); err != nil {
+		return nil, err
+	}
+	return &Server{Name: "kcp " + w.Path, URL: w.URL, Kubeconfig: w.Kubeconfig, BearerToken: cfg.AuthInfos[ctx.AuthInfo].Token,
+		pki: &pki{caCert: ca}}, nil
+}
+
 var workspacesGVR = schema.GroupVersionResource{Group: "tenancy.kcp.io", Version: "v1alpha1", Resource: "workspaces"}
 
 // startKCP starts kcp on the given secure and embedded-etcd ports; waitKCP waits for it.

@@ -41,7 +41,7 @@ const (
 )
 
 // MailboxResources are the edge resources that KubernetesExport serves (crd-puller's resource names).
-var MailboxResources = []string{"deployments.apps", "services"}
+var MailboxResources = []string{"deployments.apps", "services", "jobs.batch"}
 
 var (
 	crdsGVR            = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -162,10 +162,30 @@ func (k *KCP) PullCRDs(ctx context.Context, kubeconfig string, resources ...stri
 		if err != nil {
 			return nil, fmt.Errorf("testenv: %s: %w", file, err)
 		}
+		dropStrayListMapKeys(crd.Object)
 		crds = append(crds, crd)
 	}
 	k.logf("testenv: crd-puller made CRDs of %v in %.1fs", resources, time.Since(start).Seconds())
 	return crds, nil
+}
+
+// dropStrayListMapKeys removes x-kubernetes-list-map-keys where the list type is not "map": crd-puller
+// copies them from the OpenAPI of lists kube serves as atomic (a Job's status.conditions), and kcp
+// refuses such a schema.
+func dropStrayListMapKeys(node any) {
+	switch n := node.(type) {
+	case map[string]any:
+		if _, ok := n["x-kubernetes-list-map-keys"]; ok && n["x-kubernetes-list-type"] != "map" {
+			delete(n, "x-kubernetes-list-map-keys")
+		}
+		for _, v := range n {
+			dropStrayListMapKeys(v)
+		}
+	case []any:
+		for _, v := range n {
+			dropStrayListMapKeys(v)
+		}
+	}
 }
 
 func decodeCRD(data []byte) (*unstructured.Unstructured, error) {

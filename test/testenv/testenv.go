@@ -48,9 +48,12 @@ type Options struct {
 type Server struct {
 	Name string
 	URL  string
-	// Kubeconfig is an admin kubeconfig (client certificate, system:masters).
+	// Kubeconfig is an admin kubeconfig (client certificate, system:masters; for a kcp workspace,
+	// kcp's admin token).
 	Kubeconfig string
-	pki        *pki
+	// BearerToken authenticates as an administrator by token alone.
+	BearerToken string
+	pki         *pki
 }
 
 // RESTConfig returns an admin client config for the server.
@@ -153,7 +156,8 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	fmt.Fprintf(opts.Log, "testenv: etcd ready at %s\n", etcdURL)
 
 	for i, name := range []string{"upstream", "downstream"} {
-		s := &Server{Name: name, URL: fmt.Sprintf("https://127.0.0.1:%d", ports[2+i]), Kubeconfig: filepath.Join(dir, name+".kubeconfig"), pki: p}
+		s := &Server{Name: name, URL: fmt.Sprintf("https://127.0.0.1:%d", ports[2+i]), Kubeconfig: filepath.Join(dir, name+".kubeconfig"),
+			BearerToken: AdminToken, pki: p}
 		if err := env.spawn("kube-apiserver-"+name, filepath.Join(opts.BinDir, "kube-apiserver"),
 			"--etcd-servers="+etcdURL, "--etcd-prefix=/"+name,
 			"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[2+i]),
@@ -515,7 +519,7 @@ func Load(dir string) (*Env, error) {
 	p := &pki{caCert: filepath.Join(dir, "pki", "ca.crt")}
 	env := &Env{Dir: dir}
 	for _, name := range []string{"upstream", "downstream"} {
-		s := &Server{Name: name, Kubeconfig: filepath.Join(dir, name+".kubeconfig"), pki: p}
+		s := &Server{Name: name, Kubeconfig: filepath.Join(dir, name+".kubeconfig"), BearerToken: AdminToken, pki: p}
 		cfg, err := clientcmd.LoadFromFile(s.Kubeconfig)
 		if err != nil {
 			return nil, err
