@@ -35,7 +35,7 @@ up -n demo create deployment web --image=registry.invalid/web:1 --replicas=2 --d
 
 say "Bootstrap: kubectl kubestellar syncer-gen against the mailbox (creates the syncer's identity, installs the SyncerConfig CRD unless it is served)"
 PATH="$PWD/bin:$PATH" "$KUBECTL" kubestellar syncer-gen demo --syncer-image registry.invalid/kubestellar-syncer:demo \
-  -o .testenv/demo-syncer.yaml "${U[@]}"
+  -o .testenv/demo-syncer.yaml --kubeconfig "$upcfg"
 id=$(sed -n 's/^# KubeStellar syncer "\(.*\)" for sync target.*/\1/p' .testenv/demo-syncer.yaml)
 
 say "Upstream: the SyncerConfig (manifests/examples/syncerconfig-demo.yaml)"
