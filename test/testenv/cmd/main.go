@@ -21,7 +21,7 @@ func main() {
 	bin := flag.String("bin-dir", os.Getenv("E2E_BIN"), "folder with etcd, kube-apiserver and kube-controller-manager")
 	kcp := flag.Bool("kcp", false, "also start kcp and make the mailbox workspaces")
 	kcpBin := flag.String("kcp-bin-dir", os.Getenv("KCP_BIN"), "folder with kcp and crd-puller")
-	upstreamControllers := flag.Bool("upstream-controllers", false, "also run the namespace controllers (root-CA publisher, ServiceAccount, token) on upstream")
+	upstreamControllers := flag.Bool("upstream-controllers", true, "run the controllers every cluster runs (root-CA publisher, ServiceAccount, token) on upstream too, as a real upstream does (-upstream-controllers=false: a bare apiserver)")
 	flag.Parse()
 	var err error
 	switch flag.Arg(0) {
@@ -37,7 +37,7 @@ func main() {
 			fmt.Println("testenv: down; removed", *dir)
 		}
 	default:
-		err = fmt.Errorf("usage: testenv [-dir DIR] [-bin-dir DIR] [-kcp [-kcp-bin-dir DIR]] [-upstream-controllers] up|down")
+		err = fmt.Errorf("usage: testenv [-dir DIR] [-bin-dir DIR] [-kcp [-kcp-bin-dir DIR]] [-upstream-controllers=false] up|down")
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
