@@ -64,6 +64,7 @@ func run(opts *options.Options) error {
 	if err := opts.Validate(); err != nil {
 		return err
 	}
+	http2HealthChecks()
 	upCfg, downCfg, err := opts.RESTConfigs()
 	if err != nil {
 		return err
@@ -227,6 +228,19 @@ func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics
 		ConflictRecheckPeriod:  opts.ConflictRecheckPeriod,
 		Metrics:                m,
 	}, nil
+}
+
+// http2HealthChecks makes client-go ping an HTTP/2 connection that has read nothing for 5 s and drop
+// it when the ping is not answered within 5 s (client-go's defaults are 30 s and 15 s): a hung
+// apiserver is then noticed within about 10 s through the syncer's long-running watches, even when
+// the syncer sends nothing else. client-go reads these only from the environment; an operator's own
+// setting wins.
+func http2HealthChecks() {
+	for name, seconds := range map[string]string{"HTTP2_READ_IDLE_TIMEOUT_SECONDS": "5", "HTTP2_PING_TIMEOUT_SECONDS": "5"} {
+		if _, set := os.LookupEnv(name); !set {
+			_ = os.Setenv(name, seconds)
+		}
+	}
 }
 
 // signalContext is cancelled by the first SIGINT or SIGTERM; a second one exits at once.

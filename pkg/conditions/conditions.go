@@ -72,17 +72,26 @@ func Shared(src Sources) []metav1.Condition {
 // ForConfig computes the conditions of one SyncerConfig: SelectionValid from the selection problems
 // that concern it, the shared ones, and Ready (True when all the others are), Ready first.
 func ForConfig(name string, generation int64, selectionProblems []problem.Problem, shared []metav1.Condition) []metav1.Condition {
-	var mine []string
+	var errs, warnings []string
 	for _, p := range selectionProblems {
-		if p.Concerns(name) {
-			mine = append(mine, p.String())
+		switch {
+		case !p.Concerns(name):
+		case p.Warning():
+			warnings = append(warnings, "warning: "+p.String())
+		default:
+			errs = append(errs, p.String())
 		}
 	}
 	var out []metav1.Condition
-	if len(mine) == 0 {
+	switch {
+	case len(errs) > 0:
+		all := append(append([]string(nil), errs...), warnings...)
+		out = append(out, metav1.Condition{Type: SelectionValid, Status: metav1.ConditionFalse, Reason: "SelectionProblems", Message: Bounded(all, len(all))})
+	case len(warnings) > 0:
+		// Nothing is broken, so Ready stays True; but the user likely meant something else.
+		out = append(out, metav1.Condition{Type: SelectionValid, Status: metav1.ConditionTrue, Reason: "ResolvedWithWarnings", Message: Bounded(warnings, len(warnings))})
+	default:
 		out = append(out, metav1.Condition{Type: SelectionValid, Status: metav1.ConditionTrue, Reason: "Resolved", Message: "Every selected resource is served on both sides."})
-	} else {
-		out = append(out, metav1.Condition{Type: SelectionValid, Status: metav1.ConditionFalse, Reason: "SelectionProblems", Message: Bounded(mine, len(mine))})
 	}
 	out = append(out, shared...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Type < out[j].Type })

@@ -116,3 +116,25 @@ func TestStatusApplyKeepsTransitionTimes(t *testing.T) {
 		t.Errorf("heartbeat %q", hb)
 	}
 }
+
+// TestWarningsDoNotBreakReady: warnings show in SelectionValid (True, ResolvedWithWarnings) and leave
+// Ready True; with an error beside them, both are listed and Ready is False.
+func TestWarningsDoNotBreakReady(t *testing.T) {
+	shared := Shared(sources{reachable: true})
+	warn := problem.Problem{Kind: problem.EmptyConfig, Config: "a", Reason: "selects nothing"}
+	conds := ForConfig("a", 1, []problem.Problem{warn}, shared)
+	if c := meta.FindStatusCondition(conds, SelectionValid); c.Status != metav1.ConditionTrue || c.Reason != "ResolvedWithWarnings" || !strings.Contains(c.Message, "warning: SyncerConfig a: selects nothing") {
+		t.Errorf("SelectionValid %+v", c)
+	}
+	if !meta.IsStatusConditionTrue(conds, Ready) {
+		t.Error("a warning turned Ready False")
+	}
+	broken := problem.Problem{Kind: problem.UnknownResource, Config: "a", Reason: `resource "x" is not served upstream`}
+	conds = ForConfig("a", 1, []problem.Problem{warn, broken}, shared)
+	if c := meta.FindStatusCondition(conds, SelectionValid); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "not served") || !strings.Contains(c.Message, "selects nothing") {
+		t.Errorf("SelectionValid %+v", c)
+	}
+	if meta.IsStatusConditionTrue(conds, Ready) {
+		t.Error("Ready True with an error")
+	}
+}

@@ -3,6 +3,9 @@ package downsync
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sort"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,6 +19,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/logging"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/metrics"
+	"github.com/kubestellar/syncer/pkg/problem"
 	"github.com/kubestellar/syncer/pkg/selection"
 )
 
@@ -89,6 +93,10 @@ type Controller struct {
 	cfg    Config
 	queue  *framework.Queue
 	writes *framework.Writes
+
+	mu sync.Mutex
+	// terminating are the keys waiting for their namespace to finish terminating at the edge.
+	terminating map[framework.Key]string
 }
 
 // NewController wires the controller; it does no API I/O.
@@ -102,7 +110,7 @@ func NewController(cfg Config) (*Controller, error) {
 	if cfg.ConflictRecheckPeriod <= 0 {
 		cfg.ConflictRecheckPeriod = time.Minute
 	}
-	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Downsync, cfg.Metrics, cfg.Recorder)}
+	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Downsync, cfg.Metrics, cfg.Recorder), terminating: map[framework.Key]string{}}
 	c.queue = framework.NewQueue(metrics.Downsync, cfg.Metrics.WorkqueueProvider(), c.process)
 	return c, nil
 }
@@ -219,6 +227,42 @@ func (c *Controller) enqueueNamespace(namespace string) {
 			c.queue.Add(framework.Key{GVR: r.KeyGVR(), Namespace: namespace, Name: name})
 		}
 	}
+}
+
+// Waiting are warnings for the namespaces terminating at the edge that hold objects up: one per
+// namespace, with how many objects wait.
+func (c *Controller) Waiting() []problem.Problem {
+	c.mu.Lock()
+	counts := map[string]int{}
+	for key, ns := range c.terminating {
+		if _, terminating, _ := c.namespaceMissing(ns); terminating {
+			counts[ns]++
+		} else {
+			delete(c.terminating, key) // the namespace is gone or back: the key is processed again anyway
+		}
+	}
+	c.mu.Unlock()
+	out := make([]problem.Problem, 0, len(counts))
+	for ns, n := range counts {
+		out = append(out, problem.Problem{Kind: problem.NamespaceTerminating, Resource: namespaceGVR.GroupResource(),
+			Reason: fmt.Sprintf("%d objects wait for namespace %q, which is terminating at the edge", n, ns)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Reason < out[j].Reason })
+	return out
+}
+
+// waitingOnTerminating records whether a key waits for a namespace terminating at the edge, and
+// tells whether that is new.
+func (c *Controller) waitingOnTerminating(key framework.Key, namespace string, waiting bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, was := c.terminating[key]
+	if waiting {
+		c.terminating[key] = namespace
+	} else {
+		delete(c.terminating, key)
+	}
+	return waiting && !was
 }
 
 // isNamespaces tells whether a resource is the core Namespace resource.

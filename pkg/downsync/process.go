@@ -84,8 +84,12 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 		return 0, nil
 	}
 	if r.Namespaced {
-		if wait, err := c.namespaceMissing(key.Namespace); err != nil || wait {
-			if wait {
+		wait, terminating, err := c.namespaceMissing(key.Namespace)
+		if c.waitingOnTerminating(key, key.Namespace, terminating) {
+			logger.V(logging.Change).Info("Waiting for the namespace to finish terminating at the edge", "namespace", key.Namespace)
+		}
+		if err != nil || wait {
+			if wait && !terminating {
 				logger.V(logging.Skip).Info("Waiting for the namespace downstream")
 			}
 			return 0, err // the namespace's arrival enqueues this key again
@@ -97,6 +101,14 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 			return 0, err
 		}
 		creating = downObj == nil
+	}
+	if other := ownerOf(downObj); other != "" && other != c.cfg.Mapping.OwnerLabelValue {
+		// Another syncer's (or relabelled to another sync target): never taken, even when adopting.
+		// A mark without any owner label is the syncer's own object drifted; it is put back.
+		c.writes.Conflict(ctx, key, upObj,
+			fmt.Sprintf("Not writing downstream: %s is owned by sync target %q (label %s); two syncers select it", key.String(), other, mapping.OwnerLabel),
+			"Conflict", fmt.Sprintf("Not written to sync target %s: the object there belongs to sync target %q", c.cfg.SyncTargetName, other))
+		return c.cfg.ConflictRecheckPeriod, nil
 	}
 	if downObj != nil && !mapping.OwnedDownstream(downObj) {
 		if isNamespaces(key.GVR.GroupResource()) {
@@ -139,6 +151,14 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 	return 0, nil
 }
 
+// ownerOf is the sync target a marked downstream object is labelled for; "" when unmarked or unlabelled.
+func ownerOf(obj *unstructured.Unstructured) string {
+	if obj == nil || !mapping.OwnedDownstream(obj) {
+		return ""
+	}
+	return mapping.OwnerOf(obj)
+}
+
 // existing reads an object the downstream cache cannot show: the cache holds only the syncer's own
 // objects, so make sure nobody else's object has this name. The read is served from the apiserver's
 // watch cache (resourceVersion "0"), not from etcd.
@@ -154,11 +174,16 @@ func (c *Controller) existing(ctx context.Context, key framework.Key, r Resource
 }
 
 // namespaceMissing tells whether a namespaced object must wait for its namespace downstream: it is
-// absent or terminating. The downstream namespace informer sees every namespace.
-func (c *Controller) namespaceMissing(namespace string) (bool, error) {
+// absent, or terminating (then terminating is true too). The downstream namespace informer sees
+// every namespace.
+func (c *Controller) namespaceMissing(namespace string) (wait, terminating bool, err error) {
 	ns, synced, err := framework.Cached(c.cfg.DownstreamInformers, namespaceGVR, "", namespace)
 	if err != nil || !synced {
-		return !synced, err
+		return !synced, false, err
 	}
-	return ns == nil || ns.GetDeletionTimestamp() != nil, nil
+	if ns == nil {
+		return true, false, nil
+	}
+	terminating = ns.GetDeletionTimestamp() != nil
+	return terminating, terminating, nil
 }

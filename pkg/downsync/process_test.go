@@ -99,7 +99,7 @@ func newHarness(t *testing.T, v *view, up, down []*unstructured.Unstructured) *h
 		switch {
 		case o.GetKind() == "Namespace":
 			downNS = append(downNS, o)
-		case mapping.OwnedDownstream(o):
+		case mapping.OwnedDownstream(o) && mapping.OwnerOf(o) == "t": // the informer's label selector
 			downCMs = append(downCMs, o)
 		}
 	}
@@ -154,6 +154,10 @@ func objs(os ...*unstructured.Unstructured) []*unstructured.Unstructured { retur
 func TestProcess(t *testing.T) {
 	drifted := owned(t, upCM)
 	drifted.Object["data"] = map[string]interface{}{"k": "edited"}
+	others, err := mapping.ToDownstream(upCM, mapping.Options{OwnerLabelValue: "other-edge"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name     string
 		view     *view
@@ -170,6 +174,13 @@ func TestProcess(t *testing.T) {
 		{name: "waits for its namespace without a request", view: selecting("a"), up: objs(upCM, nsA)},
 		{name: "unowned object is not overwritten", view: selecting("a"), up: objs(upCM, nsA), down: objs(nsA, unowned),
 			want: []string{"get configmaps"}, result: metrics.Conflict, requeue: true},
+		{name: "another sync target's object is a conflict, not taken back", view: selecting("a"), up: objs(upCM, nsA), down: objs(nsA, others),
+			want: []string{"get configmaps"}, result: metrics.Conflict, requeue: true},
+		{name: "own object without its owner label is put back (drift)", view: selecting("a"), up: objs(upCM, nsA), down: objs(nsA, func() *unstructured.Unstructured {
+			d := owned(t, upCM)
+			d.SetLabels(nil)
+			return d
+		}()), want: []string{"get configmaps", "patch configmaps"}, result: metrics.Updated},
 		{name: "deselected owned object is deleted", view: selecting("b"), up: objs(upCM, nsA), down: objs(nsA, owned(t, upCM)),
 			want: []string{"delete configmaps"}, result: metrics.Deleted},
 		{name: "deleted upstream: deleted downstream", view: selecting("a"), up: objs(nsA), down: objs(nsA, owned(t, upCM)),
@@ -200,6 +211,9 @@ func TestProcess(t *testing.T) {
 				if d, ok := a.(clienttesting.DeleteAction); ok {
 					if pre := d.GetDeleteOptions().Preconditions; pre == nil || pre.UID == nil || *pre.UID != "down-uid" {
 						t.Errorf("delete without the UID precondition: %+v", d.GetDeleteOptions())
+					}
+					if p := d.GetDeleteOptions().PropagationPolicy; p == nil || *p != metav1.DeletePropagationBackground {
+						t.Errorf("delete without background propagation (dependents would be orphaned): %+v", d.GetDeleteOptions())
 					}
 				}
 			}

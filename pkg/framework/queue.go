@@ -179,6 +179,22 @@ func (q *Queue) Failures(limit int) (int, []problem.Problem) {
 	return len(keys), keyProblems(keys, limit, func(k Key) (problem.Kind, string) { return problem.SyncFailed, msgs[k] })
 }
 
+// RetryFailing processes every failing key again now, forgetting its backoff: called when a side
+// that was unreachable answers again, so that what failed meanwhile does not wait minutes.
+func (q *Queue) RetryFailing() int {
+	q.mu.Lock()
+	keys := make([]Key, 0, len(q.failures))
+	for k := range q.failures {
+		keys = append(keys, k)
+	}
+	q.mu.Unlock()
+	for _, k := range keys {
+		q.queue.Forget(k)
+		q.queue.Add(k)
+	}
+	return len(keys)
+}
+
 // Prune forgets the failures of keys for which keep is false (their resource or object left the
 // selection).
 func (q *Queue) Prune(keep func(Key) bool) {

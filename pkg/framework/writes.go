@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubestellar/syncer/pkg/logging"
 	"github.com/kubestellar/syncer/pkg/metrics"
@@ -71,13 +72,16 @@ func (w *Writes) ClearConflict(key Key) { w.conflicts.Clear(key) }
 func (w *Writes) Conflicts() *ConflictLog { return &w.conflicts }
 
 // DeleteOwned deletes obj, an object the syncer owns, through client, with a precondition on its UID
-// so that a different object of the same name is never deleted. Gone already, or replaced by a
-// different object (whose own events bring its key back), counts as done. It records the deletion as
-// Applied with msg.
+// so that a different object of the same name is never deleted, and background propagation so that
+// its dependents go too (a Job's Pods; the default for Jobs and ReplicationControllers is to orphan
+// them). Gone already, or replaced by a different object (whose own events bring its key back),
+// counts as done. It records the deletion as Applied with msg.
 func (w *Writes) DeleteOwned(ctx context.Context, client dynamic.ResourceInterface, key Key, obj *unstructured.Unstructured, msg string) error {
 	w.ClearConflict(key)
-	uid := obj.GetUID()
-	err := client.Delete(ctx, obj.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	err := client.Delete(ctx, obj.GetName(), metav1.DeleteOptions{
+		Preconditions:     &metav1.Preconditions{UID: ptr.To(obj.GetUID())},
+		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
+	})
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		return nil

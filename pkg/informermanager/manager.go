@@ -2,15 +2,22 @@ package informermanager
 
 import (
 	"context"
+	"fmt"
+	"sort"
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/kubestellar/syncer/pkg/problem"
 )
 
 // Spec says how to watch one resource.
@@ -44,6 +51,14 @@ type entry struct {
 	registration cache.ResourceEventHandlerRegistration
 	cancel       context.CancelFunc
 	done         sync.WaitGroup
+
+	mu sync.Mutex
+	// denied is the last list or watch the apiserver refused (forbidden, unauthorized, not found); it
+	// holds until a list or watch succeeds again.
+	denied error
+	// broken is set when the list or watch dropped with an error, until one is established again:
+	// meanwhile the cache may be behind the apiserver.
+	broken bool
 }
 
 // New returns a Manager for one side; nothing runs until Start.
@@ -101,17 +116,60 @@ func (m *Manager) Set(desired map[schema.GroupVersionResource]Spec) []schema.Gro
 }
 
 func (m *Manager) newEntry(gvr schema.GroupVersionResource, spec Spec) *entry {
-	selector := spec.LabelSelector
-	inf := dynamicinformer.NewFilteredDynamicInformer(m.client, gvr, metav1.NamespaceAll, m.resync,
-		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-		func(o *metav1.ListOptions) { o.LabelSelector = selector }).Informer()
-	_ = inf.SetTransform(func(obj interface{}) (interface{}, error) {
+	e := &entry{spec: spec}
+	client := m.client.Resource(gvr)
+	selector := func(o *metav1.ListOptions) { o.LabelSelector = spec.LabelSelector }
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			selector(&o)
+			list, err := client.List(ctx, o)
+			e.observe(err)
+			return list, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			selector(&o)
+			w, err := client.Watch(ctx, o)
+			e.observe(err)
+			return w, err
+		},
+	}
+	// The client says whether it serves watch-list (a fake does not): the reflector then lists instead.
+	e.informer = cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, m.client), &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{
+		ResyncPeriod: m.resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, ObjectDescription: gvr.String(),
+	})
+	_ = e.informer.SetTransform(func(obj interface{}) (interface{}, error) {
 		if acc, ok := obj.(metav1.Object); ok {
 			acc.SetManagedFields(nil)
 		}
 		return obj, nil
 	})
-	return &entry{spec: spec, informer: inf}
+	_ = e.informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		e.mu.Lock()
+		e.broken = true
+		e.mu.Unlock()
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	})
+	return e
+}
+
+// observe remembers a list or watch the apiserver refuses (forbidden, unauthorized, not found) until
+// one succeeds.
+func (e *entry) observe(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case err == nil:
+		e.denied, e.broken = nil, false
+	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsNotFound(err):
+		e.denied = err
+	}
+}
+
+// deniedNow is the refusal that holds: no list or watch has succeeded since.
+func (e *entry) deniedNow() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.denied
 }
 
 // run starts an entry's informer; m.mu is held.
@@ -183,6 +241,38 @@ func (m *Manager) Synced(gvr schema.GroupVersionResource) (cache.SharedIndexInfo
 		return nil, false
 	}
 	return inf, true
+}
+
+// Problems are the informers whose list or watch the apiserver refuses now (forbidden,
+// unauthorized, not found): the syncer cannot see those objects, whatever else works.
+func (m *Manager) Problems() []problem.Problem {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []problem.Problem
+	for gvr, e := range m.informers {
+		if err := e.deniedNow(); err != nil {
+			out = append(out, problem.Problem{Kind: problem.AccessDenied, Resource: gvr.GroupResource(),
+				Reason: fmt.Sprintf("cannot list and watch %s %s (%s): %v", m.side, gvr.GroupResource(), gvr.Version, err)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Resource.String() < out[j].Resource.String() })
+	return out
+}
+
+// Reconnecting counts the running informers whose list or watch dropped with an error and is not
+// established again yet: their caches may be behind.
+func (m *Manager) Reconnecting() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, e := range m.informers {
+		e.mu.Lock()
+		if e.broken {
+			n++
+		}
+		e.mu.Unlock()
+	}
+	return n
 }
 
 // Running lists the resources with a running informer.

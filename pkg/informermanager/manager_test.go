@@ -2,18 +2,24 @@ package informermanager
 
 import (
 	"context"
+	"errors"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubestellar/syncer/pkg/problem"
 )
 
 type recorder struct {
@@ -164,3 +170,34 @@ func TestNothingStartsAfterStop(t *testing.T) {
 }
 
 func metav1CreateOptions() metav1.CreateOptions { return metav1.CreateOptions{} }
+
+// TestRefusedListIsAProblem: a resource the apiserver refuses to list is a problem naming the side,
+// the resource and the refusal, while it lasts; once a list succeeds it is gone.
+func TestRefusedListIsAProblem(t *testing.T) {
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(), map[schema.GroupVersionResource]string{sec: "SecretList"})
+	var mu sync.Mutex
+	refuse := true
+	client.PrependReactor("list", "secrets", func(clienttesting.Action) (bool, kruntime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if refuse {
+			return true, nil, apierrors.NewForbidden(sec.GroupResource(), "", errors.New("no RBAC rule allows it"))
+		}
+		return false, nil, nil
+	})
+	m := New("upstream", client, nil, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m.Start(ctx)
+	defer m.Stop()
+	m.Set(map[schema.GroupVersionResource]Spec{sec: {}})
+	waitFor(t, "the refusal as a problem", func() bool {
+		ps := m.Problems()
+		return len(ps) == 1 && ps[0].Kind == problem.AccessDenied && ps[0].Resource == sec.GroupResource() &&
+			strings.Contains(ps[0].Reason, "cannot list and watch upstream secrets") && strings.Contains(ps[0].Reason, "forbidden")
+	})
+	mu.Lock()
+	refuse = false
+	mu.Unlock()
+	waitFor(t, "the problem to clear after a successful list", func() bool { _, ok := m.Synced(sec); return ok && len(m.Problems()) == 0 })
+}

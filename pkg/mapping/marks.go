@@ -47,6 +47,9 @@ func OwnedDownstream(obj *unstructured.Unstructured) bool {
 	return obj.GetAnnotations()[DownsyncedAnnotation] == MarkOf(obj)
 }
 
+// OwnerOf is the sync target a downstream object is labelled for (the OwnerLabel's value).
+func OwnerOf(obj *unstructured.Unstructured) string { return obj.GetLabels()[OwnerLabel] }
+
 // OwnedUpstream tells whether an upstream object was created by upsync.
 func OwnedUpstream(obj *unstructured.Unstructured) bool {
 	return obj.GetAnnotations()[UpsyncedAnnotation] == MarkOf(obj)

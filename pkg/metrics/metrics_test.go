@@ -2,6 +2,8 @@ package metrics
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -159,4 +161,44 @@ func TestClientGoHooksAndLatency(t *testing.T) {
 	if testutil.ToFloat64(m.Leader) != 1 || testutil.ToFloat64(m.LastHeartbeat) < 1e9 {
 		t.Error("leader / heartbeat gauges")
 	}
+}
+
+// TestHungSideIsUnreachable: a request that has waited longer than HungAfter makes its side
+// unreachable (in Reachability and in the gauge at scrape time) though no error came back; when it
+// ends the side is reachable again and the hook hears of both changes.
+func TestHungSideIsUnreachable(t *testing.T) {
+	m := New(prometheus.NewRegistry())
+	var changes []bool
+	m.SetReachabilityHook(func(side string, ok bool) { changes = append(changes, ok) })
+	m.observeReachability("upstream", nil)
+	req, _ := http.NewRequest(http.MethodPatch, "https://up/apis/x/v1/things/a", nil)
+	m.track("upstream", req, true)
+	m.inflight["upstream"][req] = time.Now().Add(-HungAfter - time.Second) // waited 11 s
+	ok, msg, _ := m.Reachability("upstream")
+	if ok || !strings.Contains(msg, "no response for") || !strings.Contains(msg, "PATCH /apis/x/v1/things/a") {
+		t.Fatalf("hung: ok=%v %q", ok, msg)
+	}
+	if got := gatheredReachable(t, m); got != 0 {
+		t.Errorf("reachable gauge %v while hung", got)
+	}
+	m.track("upstream", req, false)
+	m.observeReachability("upstream", errors.New("context deadline exceeded"))
+	m.observeReachability("upstream", nil)
+	if ok, _, _ := m.Reachability("upstream"); !ok || gatheredReachable(t, m) != 1 {
+		t.Error("not reachable again after a response")
+	}
+	if fmt.Sprint(changes) != "[false true]" {
+		t.Errorf("hook heard %v, want [false true]", changes)
+	}
+}
+
+func gatheredReachable(t *testing.T, m *Metrics) float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(reachableCollector{m})
+	n, err := testutil.GatherAndCount(reg, "kubestellar_syncer_reachable")
+	if err != nil || n != 1 {
+		t.Fatalf("gathered %d series: %v", n, err)
+	}
+	return testutil.ToFloat64(m.Reachable.WithLabelValues("upstream"))
 }

@@ -27,7 +27,31 @@ const (
 	NotServedUpstream Kind = "NotServedUpstream"
 	// Unsupported is a request the syncer does not carry out (upsyncing CRDs, say).
 	Unsupported Kind = "Unsupported"
+	// AccessDenied is a selected resource the syncer may not list or watch on one side.
+	AccessDenied Kind = "AccessDenied"
 )
+
+// Kinds of warnings: nothing is broken, but the user likely meant something else. They show in the
+// conditions without turning Ready False.
+const (
+	// EmptyConfig is a SyncerConfig that selects nothing.
+	EmptyConfig Kind = "EmptyConfig"
+	// VersionFallback is a resource whose requested version is not served; another one is used.
+	VersionFallback Kind = "VersionFallback"
+	// NamespaceMissing is a namespace a config lists that does not exist upstream.
+	NamespaceMissing Kind = "NamespaceMissing"
+	// NamespaceTerminating is a namespace at the edge whose deletion holds up objects that wait for it.
+	NamespaceTerminating Kind = "NamespaceTerminating"
+)
+
+// Warning tells whether the problem is only a warning: nothing is broken.
+func (p Problem) Warning() bool {
+	switch p.Kind {
+	case EmptyConfig, VersionFallback, NamespaceMissing, NamespaceTerminating:
+		return true
+	}
+	return false
+}
 
 // Kinds of problems with objects (found by the controllers).
 const (

@@ -191,6 +191,10 @@ func Resolve(sel *Selection, up, down *Index) (map[schema.GroupResource]*Resourc
 			problems = append(problems, req.problems(problem.NotSyncable, gr, fmt.Sprintf("resource %q does not support all of %v", gr.String(), syncable))...)
 			continue
 		}
+		if req.Version != "" && r.GVR.Version != req.Version {
+			problems = append(problems, req.problems(problem.VersionFallback, gr,
+				fmt.Sprintf("resource %q is not served upstream at version %s; using %s", gr.String(), req.Version, r.GVR.Version))...)
+		}
 		add(req, r)
 	}
 	return out, problems

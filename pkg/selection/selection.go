@@ -25,6 +25,16 @@ type Selection struct {
 	statusRules map[schema.GroupResource]*rule
 	requests    []Request
 	upsync      []upsyncEntry
+	// namespaces are the namespaces the configs name (not "*"), with the entries that name them.
+	namespaces map[string][]Origin
+}
+
+// NamedNamespaces are the namespaces the configs name, with the entries that name each.
+func (s *Selection) NamedNamespaces() map[string][]Origin {
+	if s == nil {
+		return nil
+	}
+	return s.namespaces
 }
 
 // upsyncEntry is one spec.upsync[] entry and where it comes from.
@@ -129,6 +139,11 @@ func merge(configs []*edgev1.SyncerConfig) (*Selection, []problem.Problem) {
 	sorted := append([]*edgev1.SyncerConfig(nil), configs...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for _, cfg := range sorted {
+		spec := cfg.Spec
+		if len(spec.NamespaceScope.Resources) == 0 && len(spec.NamespacedObjects) == 0 && len(spec.ClusterScope) == 0 && len(spec.Upsync) == 0 {
+			m.problems = append(m.problems, problem.Problem{Kind: problem.EmptyConfig, Config: cfg.Name,
+				Reason: "selects nothing: no namespaceScope resources, namespacedObjects, clusterScope or upsync entries"})
+		}
 		m.namespaceScope(cfg.Name, cfg.Spec.NamespaceScope)
 		m.namespacedObjects(cfg.Name, cfg.Spec.NamespacedObjects)
 		m.clusterScope(cfg.Name, cfg.Spec.ClusterScope)
@@ -174,13 +189,17 @@ func (m *merger) request(r Request, o Origin) {
 	m.s.requests = append(m.s.requests, r)
 }
 
-// namespace selects a Namespace object (or all, for "*").
-func (m *merger) namespace(ns string) {
+// namespace selects a Namespace object (or all, for "*"), named by a config entry.
+func (m *merger) namespace(ns string, o Origin) {
 	if ns == wildcard {
 		m.nsRule.clusterAll = true
-	} else {
-		m.nsRule.clusterNames.Insert(ns)
+		return
 	}
+	m.nsRule.clusterNames.Insert(ns)
+	if m.s.namespaces == nil {
+		m.s.namespaces = map[string][]Origin{}
+	}
+	m.s.namespaces[ns] = append(m.s.namespaces[ns], o)
 }
 
 func (m *merger) namespaceScope(config string, scope edgev1.NamespaceScopeDownsyncs) {
@@ -202,7 +221,7 @@ func (m *merger) namespaceScope(config string, scope edgev1.NamespaceScopeDownsy
 	}
 	// The Namespace objects named by namespaceScope are downsynced themselves.
 	for _, ns := range scope.Namespaces {
-		m.namespace(ns)
+		m.namespace(ns, Origin{config, "namespaceScope.namespaces"})
 	}
 }
 
@@ -228,7 +247,7 @@ func (m *merger) namespacedObjects(config string, entries []edgev1.NamespaceScop
 				r.objects[byNS.Namespace] = names
 			}
 			names.Insert(byNS.Names...)
-			m.namespace(byNS.Namespace)
+			m.namespace(byNS.Namespace, origin)
 		}
 		m.request(Request{Group: obj.Group, Resource: obj.Resource, Version: obj.APIVersion, Namespaced: true}, origin)
 	}

@@ -277,3 +277,28 @@ func TestNotServedSaysWhy(t *testing.T) {
 		t.Errorf("missing API: %s", msg)
 	}
 }
+
+// TestQuietProblemsAreWarnings: an empty config, and a version the upstream does not serve, are
+// warnings naming the config; listed namespaces are known with the entries naming them.
+func TestQuietProblemsAreWarnings(t *testing.T) {
+	sel, problems := Merge([]*edgev1.SyncerConfig{cfg("empty", edgev1.SyncerConfigSpec{}), cfg("old", edgev1.SyncerConfigSpec{
+		NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"ghost"},
+			Resources: []edgev1.NamespaceScopeDownsyncResource{{GroupResource: metav1.GroupResource{Group: "apps", Resource: "deployments"}, APIVersion: "v1beta1"}}},
+	})})
+	if len(problems) != 1 || problems[0].Kind != problem.EmptyConfig || problems[0].Config != "empty" || !problems[0].Warning() {
+		t.Errorf("merge problems %+v", problems)
+	}
+	_, resolved := Resolve(sel, index(), index())
+	found := false
+	for _, p := range resolved {
+		if p.Kind == problem.VersionFallback && p.Config == "old" && p.Warning() && strings.Contains(p.Reason, "not served upstream at version v1beta1; using v1") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no version fallback warning in %v", problem.Strings(resolved))
+	}
+	if o := sel.NamedNamespaces()["ghost"]; len(o) != 1 || o[0].Config != "old" {
+		t.Errorf("named namespaces %v", sel.NamedNamespaces())
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
@@ -73,7 +74,14 @@ type Syncer struct {
 
 	started  atomic.Bool // the workers run
 	resolved atomic.Bool // the selection was resolved at least once
+
+	runCtx  atomic.Pointer[context.Context] // Run's context, for the probers
+	probing map[string]*atomic.Bool         // a side is being probed
+	probers sync.WaitGroup
 }
+
+// probePeriod is how often a side that stopped answering is asked whether it is back.
+const probePeriod = 2 * time.Second
 
 // New wires the engine; it does no API I/O.
 func New(cfg Config) (*Syncer, error) {
@@ -97,6 +105,7 @@ func New(cfg Config) (*Syncer, error) {
 		ownerLabel: mapping.OwnerLabelValue(cfg.SyncTargetName),
 		upDisc:     newCachedDiscovery(cfg.UpstreamDiscovery),
 		downDisc:   newCachedDiscovery(cfg.DownstreamDiscovery),
+		probing:    map[string]*atomic.Bool{Upstream: {}, Downstream: {}},
 		resolveQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](500*time.Millisecond, time.Minute),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "resolve", MetricsProvider: cfg.Metrics.WorkqueueProvider()}),
@@ -116,7 +125,42 @@ func New(cfg Config) (*Syncer, error) {
 		ownerLabel: s.ownerLabel, publish: func(next *snapshot) { s.state.Store(next) },
 	}
 	cfg.Metrics.SetObjectCounter(s.countObjects)
+	cfg.Metrics.SetReachabilityHook(s.reachabilityChanged)
 	return s, nil
+}
+
+// reachabilityChanged probes a side that stopped answering until it answers again (everything else
+// may be backing off by then), and retries at once what failed meanwhile, instead of letting each key
+// wait out its backoff (up to minutes).
+func (s *Syncer) reachabilityChanged(side string, reachable bool) {
+	ctx := s.runCtx.Load()
+	if ctx == nil || (*ctx).Err() != nil {
+		return
+	}
+	logger := klog.FromContext(*ctx)
+	if !reachable {
+		disc := s.cfg.UpstreamDiscovery
+		if side == Downstream {
+			disc = s.cfg.DownstreamDiscovery
+		}
+		if s.probing[side].CompareAndSwap(false, true) {
+			s.probers.Go(func() { s.probe(*ctx, side, disc) })
+		}
+		return
+	}
+	n := s.downsync.Queue().RetryFailing() + s.status.Queue().RetryFailing() + s.upsync.Queue().RetryFailing()
+	logger.Info("Side reachable again; retrying what failed meanwhile", "side", side, "keys", n)
+}
+
+// probe asks a side for its version every probePeriod until it answers (each request goes through
+// the instrumented transport, so an answer makes the side reachable again).
+func (s *Syncer) probe(ctx context.Context, side string, disc discovery.DiscoveryInterface) {
+	defer s.probing[side].Store(false)
+	_ = wait.PollUntilContextCancel(ctx, probePeriod, false, func(context.Context) (bool, error) {
+		_, err := disc.ServerVersion()
+		ok, _, _ := s.cfg.Metrics.Reachability(side)
+		return err == nil && ok, nil
+	})
 }
 
 // newControllers wires the downsync, status and upsync controllers and the heartbeat.
@@ -256,6 +300,8 @@ func (s *Syncer) configs() []*unstructured.Unstructured {
 func (s *Syncer) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	defer utilruntime.HandleCrashWithContext(ctx)
+	s.runCtx.Store(&ctx)
+	defer s.probers.Wait()
 
 	defer s.triggers.Wait()
 	for _, inf := range []cache.SharedIndexInformer{s.configInformer, s.upCRDs, s.downCRDs} {

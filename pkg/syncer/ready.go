@@ -23,6 +23,9 @@ func (s *Syncer) Ready() error {
 		if running, synced := informerCounts(side.m); synced < running {
 			return fmt.Errorf("%d of %d %s informers not synced yet", running-synced, running, side.name)
 		}
+		if n := side.m.Reconnecting(); n > 0 {
+			return fmt.Errorf("%d %s informers lost their watch and have not listed or watched again yet", n, side.name)
+		}
 	}
 	for _, side := range []string{Upstream, Downstream} {
 		if ok, lastErr, since := s.cfg.Metrics.Reachability(side); !ok {
@@ -88,7 +91,24 @@ func countCached(inf cache.SharedIndexInformer, pred func(*unstructured.Unstruct
 // controllers' failing keys and conflicts, and the sides' reachability.
 type sources struct{ s *Syncer }
 
-func (src sources) SelectionProblems() []problem.Problem { return src.s.snapshot().problems }
+// SelectionProblems are the snapshot's, the resources either side refuses to list or watch, listed
+// namespaces missing upstream, and namespaces terminating at the edge that hold objects up.
+func (src sources) SelectionProblems() []problem.Problem {
+	st := src.s.snapshot()
+	out := append([]problem.Problem(nil), st.problems...)
+	out = append(append(out, src.s.up.Problems()...), src.s.down.Problems()...)
+	if inf, ok := src.s.up.Synced(namespaceGVR); ok {
+		for ns, origins := range st.selection.NamedNamespaces() {
+			if _, exists, err := inf.GetStore().GetByKey(ns); err == nil && !exists {
+				for _, o := range origins {
+					out = append(out, problem.Problem{Kind: problem.NamespaceMissing, Config: o.Config, Field: o.Field,
+						Resource: namespaceGVR.GroupResource(), Reason: fmt.Sprintf("namespace %q does not exist upstream", ns)})
+				}
+			}
+		}
+	}
+	return append(out, src.s.downsync.Waiting()...)
+}
 
 func (src sources) ObjectProblems(limit int) (failing, conflicts int, examples []problem.Problem) {
 	for _, q := range []interface {

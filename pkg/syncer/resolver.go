@@ -195,6 +195,10 @@ func (r *resolver) logProblems(ctx context.Context, problems []problem.Problem) 
 	r.lastProblems = summary
 	logger := klog.FromContext(ctx)
 	for _, p := range problems {
-		logger.Error(nil, "Selection problem", "problem", p.String(), "kind", p.Kind, "syncerConfig", p.Config)
+		if p.Warning() {
+			logger.Info("Selection warning", "problem", p.String(), "kind", p.Kind, "syncerConfig", p.Config)
+		} else {
+			logger.Error(nil, "Selection problem", "problem", p.String(), "kind", p.Kind, "syncerConfig", p.Config)
+		}
 	}
 }

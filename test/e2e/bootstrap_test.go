@@ -196,6 +196,20 @@ func TestBootstrapLeastRBAC(t *testing.T) {
 	if strings.Contains(p.logText(), "forbidden") {
 		t.Errorf("the syncer met a permission error with least RBAC:\n%s", p.tail(30))
 	}
+
+	// Secrets added to the config without running syncer-gen again: the syncer may not list them, and
+	// says so where the user looks, naming the resource and the verb (the heartbeat is every 20 s).
+	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps"), resource("", "v1", "secrets")))
+	eventually(t, 60*time.Second, "SelectionValid naming the resource the syncer may not list", func() (bool, string) {
+		cfg, err := f.get(f.up, gvrSyncerConfig, "", f.name)
+		if err != nil {
+			return false, err.Error()
+		}
+		st, _, msg := conditionOf(cfg, "SelectionValid")
+		ready, _, _ := conditionOf(cfg, "Ready")
+		return st == "False" && ready == "False" && strings.Contains(msg, "cannot list and watch") && strings.Contains(msg, "secrets") &&
+			strings.Contains(msg, "forbidden"), fmt.Sprintf("SelectionValid %s %q, Ready %s", st, msg, ready)
+	})
 }
 
 // TestBootstrapFailsFast: an unreachable endpoint and a user without permissions are clear errors

@@ -129,20 +129,24 @@ func scrape(t *testing.T, p *syncerProc) string {
 }
 
 // proxy forwards TCP connections to a target until stopped; stopping closes every connection, as a
-// network partition would.
+// network partition would. Frozen, it keeps every client connection open and answers nothing — what a
+// hung apiserver looks like from outside — and thawed it drops those connections (as the apiserver's
+// restart would) and forwards again.
 type proxy struct {
 	t      *testing.T
 	addr   string
 	target string
 	mu     sync.Mutex
 	ln     net.Listener
-	conns  []net.Conn
+	conns  []net.Conn // both ends of forwarded connections
+	frozen bool
+	held   []net.Conn // client connections left silent while frozen
 }
 
 func startProxy(t *testing.T, target string) *proxy {
 	p := &proxy{t: t, addr: freeAddr(t), target: target}
 	p.start()
-	t.Cleanup(p.stop)
+	t.Cleanup(func() { p.thaw(); p.stop() })
 	return p
 }
 
@@ -160,6 +164,13 @@ func (p *proxy) start() {
 			if err != nil {
 				return
 			}
+			p.mu.Lock()
+			if p.frozen {
+				p.held = append(p.held, c)
+				p.mu.Unlock()
+				continue
+			}
+			p.mu.Unlock()
 			u, err := net.Dial("tcp", p.target)
 			if err != nil {
 				c.Close()
@@ -169,9 +180,42 @@ func (p *proxy) start() {
 			p.conns = append(p.conns, c, u)
 			p.mu.Unlock()
 			go func() { _, _ = io.Copy(u, c); u.Close() }()
-			go func() { _, _ = io.Copy(c, u); c.Close() }()
+			go func() {
+				_, _ = io.Copy(c, u)
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				if p.frozen {
+					p.held = append(p.held, c) // the server went silent: the client hears nothing
+					return
+				}
+				c.Close()
+			}()
 		}
 	}()
+}
+
+// freeze makes the target hang: forwarded connections stop (their client ends stay open and silent).
+func (p *proxy) freeze() {
+	p.mu.Lock()
+	p.frozen = true
+	conns := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	for i := 1; i < len(conns); i += 2 {
+		conns[i].Close() // the target's end
+	}
+}
+
+// thaw drops the silent connections and forwards again.
+func (p *proxy) thaw() {
+	p.mu.Lock()
+	p.frozen = false
+	held := p.held
+	p.held = nil
+	p.mu.Unlock()
+	for _, c := range held {
+		c.Close()
+	}
 }
 
 func (p *proxy) stop() {
