@@ -134,8 +134,18 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 		logger.V(logging.Skip).Info("Downstream object is up to date")
 		return 0, nil
 	}
-	_, err = c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace).Apply(ctx, key.Name, desired,
-		metav1.ApplyOptions{FieldManager: c.cfg.FieldManager, Force: true})
+	if left, backingOff := c.writes.Backoff(key); backingOff {
+		logger.V(logging.Skip).Info("Backing off a write loop with another actor", "for", left.String())
+		return left, nil
+	}
+	client := c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace)
+	content := desired.GetAnnotations()[mapping.HashAnnotation]
+	var before *unstructured.Unstructured
+	if !creating && c.writes.WouldLoop(key, content) {
+		// Read the object as the other actor left it: its field managers say who that is.
+		before, _ = client.Get(ctx, key.Name, metav1.GetOptions{})
+	}
+	_, err = client.Apply(ctx, key.Name, desired, metav1.ApplyOptions{FieldManager: c.cfg.FieldManager, Force: true})
 	if err != nil {
 		what := "applying downstream"
 		if apierrors.IsNotFound(err) && r.Namespaced {
@@ -147,6 +157,10 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 		c.writes.Applied(ctx, key, metrics.Created, "Created downstream object")
 	} else {
 		c.writes.Applied(ctx, key, metrics.Updated, "Updated downstream object")
+	}
+	if c.writes.Wrote(ctx, key, content, creating, upObj, before, c.cfg.FieldManager) {
+		left, _ := c.writes.Backoff(key)
+		return left, nil
 	}
 	return 0, nil
 }

@@ -28,6 +28,7 @@ type Writes struct {
 	metrics   *metrics.Metrics
 	recorder  record.EventRecorder
 	conflicts ConflictLog
+	loops     loops
 }
 
 // NewWrites returns the write path of one direction. recorder may be nil (no Events).

@@ -32,6 +32,8 @@ const (
 	Deleted  = "deleted"
 	Conflict = "conflict"
 	Error    = "error"
+	// Loop counts the writes that found a loop with another actor (then the key backs off).
+	Loop = "loop"
 )
 
 // Metrics are the syncer's metrics, registered on one registry.

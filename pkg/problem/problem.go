@@ -59,6 +59,8 @@ const (
 	Conflict Kind = "Conflict"
 	// SyncFailed is an object whose last sync attempt failed; it is retried with backoff.
 	SyncFailed Kind = "SyncFailed"
+	// WriteLoop is an object another actor keeps reverting or deleting; the syncer backs off.
+	WriteLoop Kind = "WriteLoop"
 )
 
 // Problem is one problem.

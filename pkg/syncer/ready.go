@@ -113,7 +113,7 @@ func (src sources) SelectionProblems() []problem.Problem {
 func (src sources) ObjectProblems(limit int) (failing, conflicts int, examples []problem.Problem) {
 	for _, q := range []interface {
 		Failures(int) (int, []problem.Problem)
-	}{src.s.downsync.Queue(), src.s.status.Queue(), src.s.upsync.Queue()} {
+	}{src.s.downsync.Queue(), src.s.status.Queue(), src.s.upsync.Queue(), loopView{src.s.downsync.Writes()}} {
 		n, ex := q.Failures(limit)
 		failing += n
 		examples = append(examples, ex...)
@@ -127,6 +127,11 @@ func (src sources) ObjectProblems(limit int) (failing, conflicts int, examples [
 	}
 	return failing, conflicts, examples
 }
+
+// loopView shows a write path's loops as problems.
+type loopView struct{ w interface{ Loops(int) (int, []problem.Problem) } }
+
+func (v loopView) Failures(limit int) (int, []problem.Problem) { return v.w.Loops(limit) }
 
 func (src sources) Reachability(side string) (bool, string, time.Time) {
 	return src.s.cfg.Metrics.Reachability(side)

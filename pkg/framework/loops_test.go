@@ -1,0 +1,67 @@
+package framework
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/kubestellar/syncer/pkg/metrics"
+)
+
+// TestWriteLoopDetected: the same content written LoopWrites times within the window is a loop with
+// another writer, named from the object's field managers; the key backs off; new content (an
+// upstream change) is not a loop.
+func TestWriteLoopDetected(t *testing.T) {
+	m := metrics.New(prometheus.NewRegistry())
+	rec := record.NewFakeRecorder(10)
+	w := NewWrites(metrics.Downsync, m, rec)
+	key := Key{GVR: cm, Namespace: "a", Name: "x"}
+	live := &unstructured.Unstructured{Object: map[string]interface{}{}}
+	now := metav1.Now()
+	live.SetManagedFields([]metav1.ManagedFieldsEntry{
+		{Manager: "kubestellar-syncer", Operation: metav1.ManagedFieldsOperationApply, Time: &now},
+		{Manager: "reverter", Operation: metav1.ManagedFieldsOperationUpdate, Time: &now},
+	})
+	about := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap"}}
+	ctx := context.Background()
+
+	for i := 0; i < 2*LoopWrites; i++ { // an upstream change each time: never a loop
+		if w.Wrote(ctx, key, string(rune('a'+i)), false, about, live, "kubestellar-syncer") {
+			t.Fatalf("new content %d taken for a loop", i)
+		}
+	}
+	for i := 1; i < LoopWrites; i++ {
+		if w.Wrote(ctx, key, "same", false, about, live, "kubestellar-syncer") {
+			t.Fatalf("a loop after %d writes", i)
+		}
+	}
+	if !w.WouldLoop(key, "same") || w.WouldLoop(key, "other") {
+		t.Error("WouldLoop does not foresee the loop")
+	}
+	if !w.Wrote(ctx, key, "same", false, about, live, "kubestellar-syncer") {
+		t.Fatal("no loop after the same content was written again and again")
+	}
+	if left, ok := w.Backoff(key); !ok || left <= 0 || left > LoopBackoff {
+		t.Errorf("backoff %v %v", left, ok)
+	}
+	if got := testutil.ToFloat64(m.Writes.WithLabelValues(metrics.Downsync, "configmaps", metrics.Loop)); got != 1 {
+		t.Errorf("loop count %v", got)
+	}
+	select {
+	case e := <-rec.Events:
+		if !strings.Contains(e, "WriteLoop") || !strings.Contains(e, "reverter (Update)") || strings.Contains(e, "kubestellar-syncer (") {
+			t.Errorf("event %q does not name the other writer alone", e)
+		}
+	default:
+		t.Error("no Event")
+	}
+	if n, ex := w.Loops(5); n != 1 || !strings.Contains(ex[0].String(), "reverter") {
+		t.Errorf("loops %d %v", n, ex)
+	}
+}
