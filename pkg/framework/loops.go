@@ -97,7 +97,8 @@ func (w *Writes) Wrote(ctx context.Context, key Key, content string, recreated b
 			kept = append(kept, t)
 		}
 	}
-	st.writes = append(kept, now)
+	kept = append(kept, now)
+	st.writes = kept
 	if len(st.writes) < LoopWrites {
 		w.loops.mu.Unlock()
 		return false
@@ -180,4 +181,3 @@ func (w *Writes) Loops(limit int) (int, []problem.Problem) {
 		return problem.WriteLoop, "in a write loop with " + others[k]
 	})
 }
-

@@ -129,7 +129,11 @@ func (src sources) ObjectProblems(limit int) (failing, conflicts int, examples [
 }
 
 // loopView shows a write path's loops as problems.
-type loopView struct{ w interface{ Loops(int) (int, []problem.Problem) } }
+type loopView struct {
+	w interface {
+		Loops(int) (int, []problem.Problem)
+	}
+}
 
 func (v loopView) Failures(limit int) (int, []problem.Problem) { return v.w.Loops(limit) }
 
