@@ -4,9 +4,11 @@ go 1.26.0
 
 require (
 	github.com/google/go-cmp v0.7.0
+	github.com/kcp-dev/logicalcluster/v3 v3.0.5
 	github.com/prometheus/client_golang v1.23.2
 	github.com/prometheus/common v0.66.1
 	github.com/spf13/pflag v1.0.9
+	go.uber.org/goleak v1.3.0
 	golang.org/x/sync v0.18.0
 	golang.org/x/time v0.9.0
 	k8s.io/api v0.35.4
@@ -40,7 +42,6 @@ require (
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/procfs v0.16.1 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.3 // indirect
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
 	golang.org/x/net v0.47.0 // indirect

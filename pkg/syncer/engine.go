@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kcp-dev/logicalcluster/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -277,8 +278,20 @@ func (s *Syncer) watchBindings(ctx context.Context, gvr schema.GroupVersionResou
 		klog.FromContext(ctx).Error(err, "Cannot watch APIBindings")
 		return
 	}
-	klog.FromContext(ctx).Info("Upstream is a kcp workspace: watching its APIBindings for APIs that come and go", "resource", gvr.String())
+	klog.FromContext(ctx).Info("Upstream is a kcp workspace: watching its APIBindings for APIs that come and go",
+		"resource", gvr.String(), "logicalCluster", s.logicalCluster())
 	s.triggers.Go(func() { inf.Run(ctx.Done()) })
+}
+
+// logicalCluster is the kcp logical cluster of the upstream workspace, as its objects carry it
+// (annotation kcp.io/cluster); "" while no SyncerConfig has been seen.
+func (s *Syncer) logicalCluster() string {
+	for _, u := range s.configs() {
+		if c := logicalcluster.From(u); !c.Empty() {
+			return c.String()
+		}
+	}
+	return ""
 }
 
 func (s *Syncer) snapshot() *snapshot { return s.state.Load() }

@@ -132,8 +132,8 @@ func TestAPIBoundAfterStart(t *testing.T) {
 		return hasMark(o)
 	})
 	t.Logf("the bound API's first object reached the edge %.1fs after the binding was ready", time.Since(bound).Seconds())
-	if !strings.Contains(p.logText(), "watching its APIBindings") {
-		t.Error("the syncer did not say it watches APIBindings")
+	if log := p.logText(); !strings.Contains(log, "watching its APIBindings") || !strings.Contains(log, `logicalCluster="`+mailboxes.Mailbox.Cluster+`"`) {
+		t.Errorf("the syncer did not say it watches the APIBindings of logical cluster %s", mailboxes.Mailbox.Cluster)
 	}
 }
 
