@@ -13,18 +13,9 @@ vpkg=k8s.io/component-base/version
 major=${K8S_VERSION%%.*}; rest=${K8S_VERSION#*.}; minor=${rest%%.*}
 k8s_ldflags="-s -w -X $vpkg.gitVersion=v$K8S_VERSION -X $vpkg.gitMajor=$major -X $vpkg.gitMinor=$minor -X $vpkg.gitTreeState=clean -X $vpkg.buildDate=1970-01-01T00:00:00Z"
 
-build() { # name package ldflags
-  local name=$1 pkg=$2 ldflags=$3 start
-  if [ -x "$E2E_BIN/$name" ]; then echo "e2e-bins: $name is cached in $E2E_BIN"; return; fi
-  start=$(date +%s)
-  echo "e2e-bins: building $name from $pkg (cold: minutes; a progress line follows every 30s)"
-  ( while sleep 30; do echo "e2e-bins: ... still building $name ($(( $(date +%s) - start ))s)"; done ) &
-  local ticker=$!
-  trap 'kill $ticker 2>/dev/null || true' RETURN
-  go build -C "$tools" -trimpath -ldflags "$ldflags" -o "$E2E_BIN/$name.tmp" "$pkg"
-  mv "$E2E_BIN/$name.tmp" "$E2E_BIN/$name"
-  echo "e2e-bins: built $name in $(( $(date +%s) - start ))s"
-}
+# shellcheck source=lib-build.sh
+. "$here/lib-build.sh"
+build() { build_bin e2e-bins "$tools" "$E2E_BIN" "$@"; } # name package ldflags
 
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$k8s_ldflags"
 build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$k8s_ldflags"

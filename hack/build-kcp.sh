@@ -22,18 +22,7 @@ for p in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
 done
 mkdir -p "$KCP_BIN"
 
-build() { # name package
-  local name=$1 pkg=$2 start
-  if [ -x "$KCP_BIN/$name" ]; then echo "kcp-bins: $name is cached in $KCP_BIN"; return; fi
-  start=$(date +%s)
-  echo "kcp-bins: building $name from $pkg (cold: minutes; a progress line follows every 30s)"
-  ( while sleep 30; do echo "kcp-bins: ... still building $name ($(( $(date +%s) - start ))s)"; done ) &
-  local ticker=$!
-  trap 'kill $ticker 2>/dev/null || true' RETURN
-  go build -C "$tools" -trimpath -ldflags "$ldflags" -o "$KCP_BIN/$name.tmp" "$pkg"
-  mv "$KCP_BIN/$name.tmp" "$KCP_BIN/$name"
-  echo "kcp-bins: built $name in $(( $(date +%s) - start ))s"
-}
-
-build kcp github.com/kcp-dev/kcp/cmd/kcp
-build crd-puller github.com/kcp-dev/kcp/cmd/crd-puller
+# shellcheck source=lib-build.sh
+. "$here/lib-build.sh"
+build_bin kcp-bins "$tools" "$KCP_BIN" kcp github.com/kcp-dev/kcp/cmd/kcp "$ldflags"
+build_bin kcp-bins "$tools" "$KCP_BIN" crd-puller github.com/kcp-dev/kcp/cmd/crd-puller "$ldflags"
