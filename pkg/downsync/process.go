@@ -2,12 +2,16 @@ package downsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/kubestellar/syncer/pkg/framework"
@@ -146,6 +150,16 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 		before, _ = client.Get(ctx, key.Name, metav1.GetOptions{})
 	}
 	_, err = client.Apply(ctx, key.Name, desired, metav1.ApplyOptions{FieldManager: c.cfg.FieldManager, Force: true})
+	if err != nil && downObj != nil && mapping.OwnedDownstream(downObj) && immutable(err) && !mapping.KeepOnImmutable(upObj) {
+		// The edge cannot change the object in place (a Job's template, say): replace it.
+		c.recorder().Eventf(upObj, corev1.EventTypeNormal, "Recreating",
+			"Sync target %s refuses the change in place (%v); deleting and recreating the object there", c.cfg.SyncTargetName, err)
+		klog.FromContext(ctx).Info("Recreating downstream object: the edge refuses the change in place", "reason", err.Error())
+		if err := c.writes.DeleteOwned(ctx, client, key, downObj, "Deleted downstream object to recreate it"); err != nil {
+			return 0, err
+		}
+		return 0, nil // the deletion's event brings the key back, and it is created anew
+	}
 	if err != nil {
 		what := "applying downstream"
 		if apierrors.IsNotFound(err) && r.Namespaced {
@@ -163,6 +177,30 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 		return left, nil
 	}
 	return 0, nil
+}
+
+// immutable tells whether the apiserver refused a change because a field may not change.
+func immutable(err error) bool {
+	if !apierrors.IsInvalid(err) {
+		return false
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Details != nil {
+		for _, cause := range status.Status().Details.Causes {
+			if strings.Contains(cause.Message, "immutable") {
+				return true
+			}
+		}
+	}
+	return strings.Contains(err.Error(), "field is immutable")
+}
+
+// recorder is the Event recorder, or one that drops Events.
+func (c *Controller) recorder() record.EventRecorder {
+	if c.cfg.Recorder == nil {
+		return &record.FakeRecorder{}
+	}
+	return c.cfg.Recorder
 }
 
 // ownerOf is the sync target a marked downstream object is labelled for; "" when unmarked or unlabelled.

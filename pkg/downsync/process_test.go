@@ -8,10 +8,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -291,5 +293,41 @@ func TestSystemObjectsOnlyWhenNamed(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"get configmaps", "patch configmaps"}, h.actions()); diff != "" {
 		t.Errorf("named: actions (-want +got):\n%s", diff)
+	}
+}
+
+// TestImmutableChangeRecreates: a change the edge refuses as immutable deletes the owned object (its
+// deletion brings the key back and it is created anew), unless the upstream object opts out.
+func TestImmutableChangeRecreates(t *testing.T) {
+	drifted := owned(t, upCM)
+	drifted.Object["data"] = map[string]interface{}{"k": "old"}
+	immutableErr := apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "x",
+		field.ErrorList{field.Invalid(field.NewPath("data"), "v", "field is immutable")})
+	for _, tc := range []struct {
+		name string
+		up   *unstructured.Unstructured
+		want []string
+		err  bool
+	}{
+		{name: "recreated", up: upCM, want: []string{"patch configmaps", "delete configmaps"}},
+		{name: "opted out", up: func() *unstructured.Unstructured {
+			o := upCM.DeepCopy()
+			o.SetAnnotations(map[string]string{mapping.RecreateAnnotation: "false"})
+			return o
+		}(), want: []string{"patch configmaps"}, err: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, selecting("a"), objs(tc.up, nsA), objs(nsA, drifted))
+			h.down.PrependReactor("patch", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+				return true, nil, immutableErr
+			})
+			_, err := h.c.process(context.Background(), key)
+			if (err != nil) != tc.err {
+				t.Fatalf("err %v", err)
+			}
+			if diff := cmp.Diff(tc.want, h.actions()); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -25,6 +25,9 @@ const (
 	// OwnerLabel lets the syncer watch only the downstream objects it owns. Its value identifies the
 	// syncer (its sync target), so that two syncers can share an edge cluster.
 	OwnerLabel = "edge.kubestellar.io/downsynced-by"
+	// RecreateAnnotation set to "false" on an upstream object keeps the syncer from deleting and
+	// recreating its edge copy when the edge refuses a change as immutable; the failure is reported.
+	RecreateAnnotation = "edge.kubestellar.io/recreate-on-immutable"
 	// ClusterAnnotation records, on a downstream object, the logical cluster (kcp workspace) of its
 	// upstream object when the syncer serves several workspaces. Absent for a single workspace.
 	ClusterAnnotation = "edge.kubestellar.io/upstream-cluster"
@@ -45,6 +48,12 @@ func MarkOf(obj *unstructured.Unstructured) string {
 // downsynced annotation with its own Kind/namespace/name.
 func OwnedDownstream(obj *unstructured.Unstructured) bool {
 	return obj.GetAnnotations()[DownsyncedAnnotation] == MarkOf(obj)
+}
+
+// KeepOnImmutable tells whether the object opts out of being recreated when the edge refuses a change
+// in place.
+func KeepOnImmutable(obj *unstructured.Unstructured) bool {
+	return strings.EqualFold(obj.GetAnnotations()[RecreateAnnotation], "false")
 }
 
 // OwnerOf is the sync target a downstream object is labelled for (the OwnerLabel's value).

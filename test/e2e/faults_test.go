@@ -246,3 +246,51 @@ func TestWriteLoopBacksOff(t *testing.T) {
 		return false, fmt.Sprintf("%d events, none WriteLoop", len(events.Items))
 	})
 }
+
+// TestImmutableChangeRecreates: a Job whose template changes upstream cannot be updated at the edge
+// (the template is immutable): the syncer deletes and recreates it, with an Event, so the edge runs
+// what upstream says instead of keeping the old Job for ever. Only a mailbox that serves Jobs from a
+// CRD (kcp) accepts such a change; a kube upstream refuses it itself.
+func TestImmutableChangeRecreates(t *testing.T) {
+	if !upstreamIsKCP() {
+		t.Skip("a kube upstream refuses a Job template change itself: run with E2E_UPSTREAM=kcp, whose Jobs are CRD-served")
+	}
+	f := newFixture(t)
+	ns := f.namespace("ns")
+	job := func(image string) *unstructured.Unstructured {
+		return obj("batch/v1", "Job", ns, "once", map[string]interface{}{"spec": map[string]interface{}{
+			"template": map[string]interface{}{"spec": map[string]interface{}{
+				"restartPolicy": "Never",
+				"containers":    []interface{}{map[string]interface{}{"name": "main", "image": image}},
+			}}}})
+	}
+	f.create(f.up, gvrJobs, job("registry.invalid/job:1"))
+	f.syncerConfig(f.name, nsScope([]string{ns}, resource("batch", "v1", "jobs")))
+	f.startSyncer()
+	first := f.waitFor(f.down, gvrJobs, ns, "once", hasMark)
+	f.update(f.up, gvrJobs, ns, "once", func(o *unstructured.Unstructured) {
+		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		containers[0].(map[string]interface{})["image"] = "registry.invalid/job:2"
+		_ = unstructured.SetNestedSlice(o.Object, containers, "spec", "template", "spec", "containers")
+	})
+	f.waitFor(f.down, gvrJobs, ns, "once", func(o *unstructured.Unstructured) (bool, string) {
+		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		image := ""
+		if len(containers) > 0 {
+			image, _ = containers[0].(map[string]interface{})["image"].(string)
+		}
+		return o.GetUID() != first.GetUID() && image == "registry.invalid/job:2", fmt.Sprintf("uid %s image %s", o.GetUID(), image)
+	})
+	eventually(t, 30*time.Second, "a Recreating Event", func() (bool, string) {
+		events, err := f.up.kube.CoreV1().Events(ns).List(f.ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range events.Items {
+			if e.Reason == "Recreating" && e.InvolvedObject.Name == "once" && strings.Contains(e.Message, "immutable") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d events, none Recreating", len(events.Items))
+	})
+}
