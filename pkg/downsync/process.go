@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/kubestellar/syncer/pkg/framework"
@@ -152,8 +151,8 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 	_, err = client.Apply(ctx, key.Name, desired, metav1.ApplyOptions{FieldManager: c.cfg.FieldManager, Force: true})
 	if err != nil && downObj != nil && mapping.OwnedDownstream(downObj) && immutable(err) && !mapping.KeepOnImmutable(upObj) {
 		// The edge cannot change the object in place (a Job's template, say): replace it.
-		c.recorder().Eventf(upObj, corev1.EventTypeNormal, "Recreating",
-			"Sync target %s refuses the change in place (%v); deleting and recreating the object there", c.cfg.SyncTargetName, err)
+		c.writes.Event(upObj, corev1.EventTypeNormal, "Recreating",
+			fmt.Sprintf("Sync target %s refuses the change in place (%v); deleting and recreating the object there", c.cfg.SyncTargetName, err))
 		klog.FromContext(ctx).Info("Recreating downstream object: the edge refuses the change in place", "reason", err.Error())
 		if err := c.writes.DeleteOwned(ctx, client, key, downObj, "Deleted downstream object to recreate it"); err != nil {
 			return 0, err
@@ -193,14 +192,6 @@ func immutable(err error) bool {
 		}
 	}
 	return strings.Contains(err.Error(), "field is immutable")
-}
-
-// recorder is the Event recorder, or one that drops Events.
-func (c *Controller) recorder() record.EventRecorder {
-	if c.cfg.Recorder == nil {
-		return &record.FakeRecorder{}
-	}
-	return c.cfg.Recorder
 }
 
 // ownerOf is the sync target a marked downstream object is labelled for; "" when unmarked or unlabelled.

@@ -121,9 +121,7 @@ func (w *Writes) Wrote(ctx context.Context, key Key, content string, recreated b
 	msg := fmt.Sprintf("%s was written %d times within %s: %s undoes what the syncer writes; backing off for %s",
 		key.String(), LoopWrites, LoopWindow, other, backoff)
 	klog.FromContext(ctx).Error(nil, "Write loop with another actor", "other", other, "backoff", backoff.String(), "detail", msg)
-	if w.recorder != nil && about != nil {
-		w.recorder.Event(about, corev1.EventTypeWarning, "WriteLoop", msg)
-	}
+	w.Event(about, corev1.EventTypeWarning, "WriteLoop", msg)
 	return true
 }
 

@@ -50,8 +50,8 @@ func (w *Writes) Applied(ctx context.Context, key Key, result, msg string, keysA
 // on about (the object the user looks at), when about is set; client-go's recorder deduplicates them.
 func (w *Writes) Failed(key Key, about runtime.Object, reason, what string, err error) error {
 	w.metrics.Writes.WithLabelValues(w.direction, key.GVR.GroupResource().String(), metrics.Error).Inc()
-	if Permanent(err) && w.recorder != nil && about != nil {
-		w.recorder.Eventf(about, corev1.EventTypeWarning, reason, "%s: %v", what, err)
+	if Permanent(err) {
+		w.Event(about, corev1.EventTypeWarning, reason, fmt.Sprintf("%s: %v", what, err))
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
@@ -61,8 +61,16 @@ func (w *Writes) Failed(key Key, about runtime.Object, reason, what string, err 
 // event on about.
 func (w *Writes) Conflict(ctx context.Context, key Key, about runtime.Object, logMsg, reason, event string) {
 	w.metrics.Writes.WithLabelValues(w.direction, key.GVR.GroupResource().String(), metrics.Conflict).Inc()
-	if w.conflicts.Report(ctx, key, logMsg) && w.recorder != nil && about != nil {
-		w.recorder.Event(about, corev1.EventTypeWarning, reason, event)
+	if w.conflicts.Report(ctx, key, logMsg) {
+		w.Event(about, corev1.EventTypeWarning, reason, event)
+	}
+}
+
+// Event records an Event on about, the upstream object the user looks at; nothing without a
+// recorder or an object. client-go's recorder deduplicates and rate-limits Events.
+func (w *Writes) Event(about runtime.Object, eventType, reason, message string) {
+	if w.recorder != nil && about != nil {
+		w.recorder.Event(about, eventType, reason, message)
 	}
 }
 

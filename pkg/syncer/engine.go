@@ -24,6 +24,7 @@ import (
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
 	"github.com/kubestellar/syncer/pkg/conditions"
 	"github.com/kubestellar/syncer/pkg/downsync"
+	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/status"
@@ -202,7 +203,7 @@ func (s *Syncer) newTriggers() error {
 	s.upCRDs = apiTrigger(s.cfg.UpstreamDynamic, crdGVR)
 	s.downCRDs = apiTrigger(s.cfg.DownstreamDynamic, crdGVR)
 	specChanged := func(oldObj, newObj interface{}) bool {
-		o, n := objectOf(oldObj), objectOf(newObj)
+		o, n := framework.ObjectOf(oldObj), framework.ObjectOf(newObj)
 		return o == nil || n == nil || o.GetGeneration() != n.GetGeneration() || o.GetGeneration() == 0
 	}
 	if _, err := s.configInformer.AddEventHandler(s.trigger(false, specChanged)); err != nil {

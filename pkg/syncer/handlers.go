@@ -3,11 +3,9 @@ package syncer
 import (
 	"sort"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/selection"
 )
 
@@ -58,8 +56,6 @@ func (f fanOut) OnDelete(obj interface{}) {
 		h.OnDelete(obj)
 	}
 }
-
-func objectOf(obj interface{}) *unstructured.Unstructured { return framework.ObjectOf(obj) }
 
 func grNames(m map[schema.GroupResource]*selection.Resource) []string {
 	out := make([]string, 0, len(m))
