@@ -9,8 +9,13 @@ build_bin() {
   echo "$label: building $name from $pkg (cold: minutes; a progress line follows every 30s)"
   ( while sleep 30; do echo "$label: ... still building $name ($(( $(date +%s) - start ))s)"; done ) &
   ticker=$!
-  trap 'kill $ticker 2>/dev/null || true' RETURN
-  go build -C "$tools" -trimpath -ldflags "$ldflags" -o "$out/$name.tmp" "$pkg"
+  # No RETURN trap: it would stay set after this function and fire, with $ticker out of scope, when
+  # the caller returns (that broke every cold build after the first binary).
+  if ! go build -C "$tools" -trimpath -ldflags "$ldflags" -o "$out/$name.tmp" "$pkg"; then
+    kill "$ticker" 2>/dev/null || true
+    return 1
+  fi
+  kill "$ticker" 2>/dev/null || true
   mv "$out/$name.tmp" "$out/$name"
   echo "$label: built $name in $(( $(date +%s) - start ))s"
 }
