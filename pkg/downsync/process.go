@@ -44,9 +44,11 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 		}
 	}
 
-	// Copies upsync wrote upstream are never downsynced back.
-	wanted := upObj != nil && upObj.GetDeletionTimestamp() == nil && !mapping.OwnedUpstream(upObj) &&
-		c.cfg.Selection.Matches(gr, key.Namespace, key.Name)
+	wanted := upObj != nil && upObj.GetDeletionTimestamp() == nil && c.cfg.Selection.Matches(gr, key.Namespace, key.Name)
+	markedUpsynced := wanted && mapping.OwnedUpstream(upObj)
+	if markedUpsynced {
+		wanted = false // copies upsync wrote upstream are never downsynced back
+	}
 	if wanted && mapping.SystemObject(gr, upObj) && !c.cfg.Selection.NamesExplicitly(gr, key.Namespace, key.Name) {
 		// The apiserver's own object (root CA, default ServiceAccount, token): each side has its own.
 		logger.V(logging.Skip).Info("Not downsyncing an object the apiserver makes itself; name it explicitly to sync it")
@@ -60,12 +62,31 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 		logger.V(logging.Skip).Info("Holding: resource selected but not served upstream")
 		return 0, nil
 	}
+	if markedUpsynced {
+		c.upsyncedCopy(ctx, key, upObj)
+	} else {
+		c.writes.ClearConflict(key)
+	}
 	return 0, c.delete(ctx, key, r, downObj)
+}
+
+// upsyncedCopy says why a selected upstream object carrying an upsync mark is not downsynced: at
+// logging.Skip for a copy an edge provably made, once at level 0 with a Conflict Event for a mark
+// nothing proves (made by hand, or copied from a copy), which the user may want removed.
+func (c *Controller) upsyncedCopy(ctx context.Context, key framework.Key, upObj *unstructured.Unstructured) {
+	if mapping.ClaimOf(upObj, c.cfg.Mapping.OwnerLabelValue) != mapping.UpsyncedUnproven {
+		klog.FromContext(ctx).V(logging.Skip).Info("Not downsyncing a copy upsync made", "upsyncedBy", upObj.GetLabels()[mapping.UpsyncOwnerLabel])
+		c.writes.ClearConflict(key)
+		return
+	}
+	c.writes.Conflict(ctx, key, upObj,
+		fmt.Sprintf("Not downsyncing %s: it carries the upsync mark %s but not the edge UID (%s) of an upsynced copy; remove the annotation to downsync it",
+			key.String(), mapping.UpsyncedAnnotation, mapping.UpsyncSourceUIDAnnotation),
+		"UpsyncMarked", "Not downsynced: this object carries the upsync mark "+mapping.UpsyncedAnnotation+" (an upsynced copy is never downsynced); remove the annotation to downsync it")
 }
 
 // delete deletes an owned downstream object that is no longer wanted.
 func (c *Controller) delete(ctx context.Context, key framework.Key, r Resource, downObj *unstructured.Unstructured) error {
-	c.writes.ClearConflict(key)
 	switch {
 	case downObj == nil || !mapping.OwnedDownstream(downObj) || downObj.GetDeletionTimestamp() != nil:
 		return nil
@@ -74,7 +95,8 @@ func (c *Controller) delete(ctx context.Context, key framework.Key, r Resource, 
 		return nil
 	}
 	client := c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace)
-	return c.writes.DeleteOwned(ctx, client, key, downObj, "Deleted downstream object")
+	_, err := c.writes.DeleteOwned(ctx, client, key, downObj, "Deleted downstream object")
+	return err
 }
 
 // apply creates or updates the downstream object of a wanted upstream object.
@@ -154,7 +176,7 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 		c.writes.Event(upObj, corev1.EventTypeNormal, "Recreating",
 			fmt.Sprintf("Sync target %s refuses the change in place (%v); deleting and recreating the object there", c.cfg.SyncTargetName, err))
 		klog.FromContext(ctx).Info("Recreating downstream object: the edge refuses the change in place", "reason", err.Error())
-		if err := c.writes.DeleteOwned(ctx, client, key, downObj, "Deleted downstream object to recreate it"); err != nil {
+		if _, err := c.writes.DeleteOwned(ctx, client, key, downObj, "Deleted downstream object to recreate it"); err != nil {
 			return 0, err
 		}
 		return 0, nil // the deletion's event brings the key back, and it is created anew

@@ -153,6 +153,24 @@ var (
 
 func objs(os ...*unstructured.Unstructured) []*unstructured.Unstructured { return os }
 
+// upsyncMarked is an upstream object carrying upsync's mark: as upsync writes it (proven, with the
+// edge UID), or as made by hand (no edge UID).
+func upsyncMarked(t *testing.T, o *unstructured.Unstructured, proven bool) *unstructured.Unstructured {
+	t.Helper()
+	edge := o.DeepCopy()
+	edge.SetUID("edge-uid")
+	up, err := mapping.ToUpstream(edge, mapping.Options{OwnerLabelValue: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !proven {
+		a := up.GetAnnotations()
+		delete(a, mapping.UpsyncSourceUIDAnnotation)
+		up.SetAnnotations(a)
+	}
+	return up
+}
+
 func TestProcess(t *testing.T) {
 	drifted := owned(t, upCM)
 	drifted.Object["data"] = map[string]interface{}{"k": "edited"}
@@ -188,9 +206,23 @@ func TestProcess(t *testing.T) {
 		{name: "deleted upstream: deleted downstream", view: selecting("a"), up: objs(nsA), down: objs(nsA, owned(t, upCM)),
 			want: []string{"delete configmaps"}, result: metrics.Deleted},
 		{name: "unowned object is never deleted", view: selecting("b"), up: objs(nsA), down: objs(nsA, unowned)},
+		{name: "a copy upsync made is not downsynced, silently", view: selecting("a"), up: objs(upsyncMarked(t, upCM, true), nsA), down: objs(nsA)},
+		{name: "an upsync mark nothing proves is not downsynced, and reported", view: selecting("a"), up: objs(upsyncMarked(t, upCM, false), nsA), down: objs(nsA),
+			result: metrics.Conflict},
+		{name: "an upsync mark naming another object is no mark: downsynced", view: selecting("a"), up: objs(func() *unstructured.Unstructured {
+			o := upsyncMarked(t, u("v1", "ConfigMap", "a", "original", map[string]interface{}{"k": "v"}), true)
+			o.SetName("x")
+			return o
+		}(), nsA), down: objs(nsA), want: []string{"get configmaps", "patch configmaps"}, result: metrics.Created},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.view, tc.up, tc.down)
+			var upBefore *unstructured.Unstructured // the cache holds tc.up's objects themselves
+			for _, o := range tc.up {
+				if o.GetKind() == "ConfigMap" && o.GetName() == "x" {
+					upBefore = o.DeepCopy()
+				}
+			}
 			requeue, err := h.c.process(context.Background(), key)
 			if err != nil {
 				t.Fatal(err)
@@ -219,7 +251,7 @@ func TestProcess(t *testing.T) {
 					}
 				}
 			}
-			if cached, _ := framework.GetFromCache(h.upCache[cmGVR], "a", "x"); cached != nil && !cmp.Equal(cached.Object, upCM.Object) {
+			if cached, _ := framework.GetFromCache(h.upCache[cmGVR], "a", "x"); cached != nil && !cmp.Equal(cached.Object, upBefore.Object) {
 				t.Errorf("the cache's object was mutated: %v", cached.Object)
 			}
 		})

@@ -29,7 +29,12 @@ type Writes struct {
 	recorder  record.EventRecorder
 	conflicts ConflictLog
 	loops     loops
+	// loudDeletes logs deletions at level 0 (upsync: deleting upstream removes what others read).
+	loudDeletes bool
 }
+
+// LogDeletesLoudly makes DeleteOwned log every deletion at level 0 instead of logging.Change.
+func (w *Writes) LogDeletesLoudly() *Writes { w.loudDeletes = true; return w }
 
 // NewWrites returns the write path of one direction. recorder may be nil (no Events).
 func NewWrites(direction string, m *metrics.Metrics, recorder record.EventRecorder) *Writes {
@@ -39,10 +44,15 @@ func NewWrites(direction string, m *metrics.Metrics, recorder record.EventRecord
 // Applied records a write that applied a change: counted by result, its latency observed, and one
 // line logged at logging.Change with msg and the key/value pairs.
 func (w *Writes) Applied(ctx context.Context, key Key, result, msg string, keysAndValues ...interface{}) {
+	w.count(ctx, key, result)
+	klog.FromContext(ctx).V(logging.Change).Info(msg, keysAndValues...)
+}
+
+// count counts a write by result and observes its latency.
+func (w *Writes) count(ctx context.Context, key Key, result string) {
 	resource := key.GVR.GroupResource().String()
 	w.metrics.Writes.WithLabelValues(w.direction, resource, result).Inc()
 	ObserveLatency(ctx, w.metrics.SyncLatency.WithLabelValues(w.direction, resource))
-	klog.FromContext(ctx).V(logging.Change).Info(msg, keysAndValues...)
 }
 
 // Failed records a failed write and returns the error to retry with, saying what was attempted. A
@@ -84,8 +94,9 @@ func (w *Writes) Conflicts() *ConflictLog { return &w.conflicts }
 // so that a different object of the same name is never deleted, and background propagation so that
 // its dependents go too (a Job's Pods; the default for Jobs and ReplicationControllers is to orphan
 // them). Gone already, or replaced by a different object (whose own events bring its key back),
-// counts as done. It records the deletion as Applied with msg.
-func (w *Writes) DeleteOwned(ctx context.Context, client dynamic.ResourceInterface, key Key, obj *unstructured.Unstructured, msg string) error {
+// counts as done. It records the deletion as Applied with msg and the key/value pairs, and tells
+// whether it deleted obj.
+func (w *Writes) DeleteOwned(ctx context.Context, client dynamic.ResourceInterface, key Key, obj *unstructured.Unstructured, msg string, keysAndValues ...interface{}) (bool, error) {
 	w.ClearConflict(key)
 	err := client.Delete(ctx, obj.GetName(), metav1.DeleteOptions{
 		Preconditions:     &metav1.Preconditions{UID: ptr.To(obj.GetUID())},
@@ -93,12 +104,17 @@ func (w *Writes) DeleteOwned(ctx context.Context, client dynamic.ResourceInterfa
 	})
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-		return nil
+		return false, nil
 	case err != nil:
-		return w.Failed(key, nil, "", "deleting "+key.String(), err)
+		return false, w.Failed(key, nil, "", "deleting "+key.String(), err)
 	}
-	w.Applied(ctx, key, metrics.Deleted, msg)
-	return nil
+	if w.loudDeletes {
+		w.count(ctx, key, metrics.Deleted)
+		klog.FromContext(ctx).Info(msg, keysAndValues...)
+		return true, nil
+	}
+	w.Applied(ctx, key, metrics.Deleted, msg, keysAndValues...)
+	return true, nil
 }
 
 // ObserveLatency records on o the seconds since the change being processed was observed, if known.

@@ -59,9 +59,49 @@ func KeepOnImmutable(obj *unstructured.Unstructured) bool {
 // OwnerOf is the sync target a downstream object is labelled for (the OwnerLabel's value).
 func OwnerOf(obj *unstructured.Unstructured) string { return obj.GetLabels()[OwnerLabel] }
 
-// OwnedUpstream tells whether an upstream object was created by upsync.
+// OwnedUpstream tells whether an upstream object carries an upsync mark for itself (its own
+// Kind/namespace/name): a copy upsync wrote, this syncer's or another's, or an object made to look
+// like one. Downsync and status return leave such objects alone; ClaimOf says whose it is.
 func OwnedUpstream(obj *unstructured.Unstructured) bool {
 	return obj.GetAnnotations()[UpsyncedAnnotation] == MarkOf(obj)
+}
+
+// UpsyncClaim is what an upstream object's upsync mark proves about who made it.
+type UpsyncClaim int
+
+const (
+	// NotUpsynced: no upsync mark for the object itself (none, or one copied from another object).
+	NotUpsynced UpsyncClaim = iota
+	// UpsyncedByOther: a full mark with another syncer's UpsyncOwnerLabel.
+	UpsyncedByOther
+	// UpsyncedUnproven: the mark for the object itself, but not the edge UID upsync records (or no
+	// owner label): made by hand, copied from a copy, or written before the syncer recorded UIDs.
+	// Upsync may update it for an edge object it selects, and never deletes it.
+	UpsyncedUnproven
+	// UpsyncedByUs: the mark for the object itself, this syncer's owner label and the UID of the
+	// edge object it copies; upsync may update and delete it.
+	UpsyncedByUs
+)
+
+// ClaimOf tells what an upstream object's upsync mark proves, for the syncer whose owner label
+// value is owner.
+func ClaimOf(obj *unstructured.Unstructured, owner string) UpsyncClaim {
+	if !OwnedUpstream(obj) {
+		return NotUpsynced
+	}
+	switch label := obj.GetLabels()[UpsyncOwnerLabel]; {
+	case label != "" && label != owner:
+		return UpsyncedByOther
+	case label == owner && obj.GetAnnotations()[UpsyncSourceUIDAnnotation] != "":
+		return UpsyncedByUs
+	default:
+		return UpsyncedUnproven
+	}
+}
+
+// UpsyncedFrom is the UID of the edge object an upstream copy was made from, as recorded in it.
+func UpsyncedFrom(obj *unstructured.Unstructured) string {
+	return obj.GetAnnotations()[UpsyncSourceUIDAnnotation]
 }
 
 // CreateOnly tells whether the object asks not to be overwritten (or deleted) by the syncer.

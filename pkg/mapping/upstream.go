@@ -13,11 +13,15 @@ const (
 	// UpsyncHashAnnotation is the digest of an upsynced copy's content (status excluded), written
 	// with it so that an unchanged object is never written again.
 	UpsyncHashAnnotation = "edge.kubestellar.io/upsync-hash"
+	// UpsyncSourceUIDAnnotation records on an upstream copy the UID of the edge object it copies.
+	// Only upsync writes it; with the mark and the owner label it proves the copy is the syncer's own,
+	// which upsync requires before it deletes anything upstream.
+	UpsyncSourceUIDAnnotation = "edge.kubestellar.io/upsynced-from-uid"
 )
 
 // ToUpstream maps an edge object to the upstream copy upsync writes: server-set metadata and
 // edge-allocated fields are dropped, owner references (they name edge UIDs) too, the upsync mark,
-// owner label and content digest are added. The status is kept; the caller writes it through the
+// owner label, the edge object's UID and the content digest are added. The status is kept; the caller writes it through the
 // status subresource where there is one. The input is not modified.
 func ToUpstream(down *unstructured.Unstructured, opts Options) (*unstructured.Unstructured, error) {
 	if down.GetName() == "" || down.GetKind() == "" || down.GetAPIVersion() == "" {
@@ -34,11 +38,14 @@ func ToUpstream(down *unstructured.Unstructured, opts Options) (*unstructured.Un
 
 	annotations := map[string]string{}
 	for k, v := range out.GetAnnotations() {
-		if !sourceAnnotation(k) && k != DownsyncedAnnotation && k != UpsyncHashAnnotation {
+		if !sourceAnnotation(k) && k != DownsyncedAnnotation && k != UpsyncHashAnnotation && k != UpsyncSourceUIDAnnotation {
 			annotations[k] = v
 		}
 	}
 	annotations[UpsyncedAnnotation] = MarkOf(out)
+	if uid := down.GetUID(); uid != "" {
+		annotations[UpsyncSourceUIDAnnotation] = string(uid)
+	}
 	labels := map[string]string{}
 	for k, v := range out.GetLabels() {
 		if k != OwnerLabel {
@@ -79,4 +86,16 @@ func StatusEqual(a, b *unstructured.Unstructured) bool {
 		return okA == okB || (isEmpty(sa) && isEmpty(sb))
 	}
 	return Subset(sa, sb) && Subset(sb, sa)
+}
+
+// UpsyncedContent digests what upsync writes for an edge object, status included: the same digest
+// written again and again means another actor keeps undoing it upstream.
+func UpsyncedContent(desired *unstructured.Unstructured) string {
+	digest := desired.GetAnnotations()[UpsyncHashAnnotation]
+	if status, ok := desired.Object["status"]; ok {
+		if h, err := contentHash(&unstructured.Unstructured{Object: map[string]interface{}{"status": status}}); err == nil {
+			digest += "/" + h
+		}
+	}
+	return digest
 }

@@ -187,6 +187,7 @@ func (s *Syncer) newControllers() error {
 		Upstream: cfg.UpstreamDynamic, UpstreamInformers: s.up, DownstreamInformers: s.down,
 		Selection: upsyncView{s.snapshot}, Metrics: cfg.Metrics, OwnerLabelValue: s.ownerLabel,
 		ConflictRecheckPeriod: cfg.ConflictRecheckPeriod, OnLeftoverDeleted: s.upLeftoverMayBeEmpty, Recorder: cfg.Recorder,
+		FieldManager: cfg.FieldManager,
 	}); err != nil {
 		return err
 	}

@@ -71,7 +71,9 @@ func (s *Syncer) countObjects(add func(direction, resource string, n int)) {
 	}
 	for gr, r := range st.upsync {
 		if inf, ok := s.up.Synced(r.Upstream.GVR); ok {
-			add(metrics.Upsync, gr.String(), countCached(inf, mapping.OwnedUpstream))
+			add(metrics.Upsync, gr.String(), countCached(inf, func(u *unstructured.Unstructured) bool {
+				return mapping.ClaimOf(u, s.ownerLabel) == mapping.UpsyncedByUs
+			}))
 		}
 	}
 }
@@ -113,7 +115,7 @@ func (src sources) SelectionProblems() []problem.Problem {
 func (src sources) ObjectProblems(limit int) (failing, conflicts int, examples []problem.Problem) {
 	for _, q := range []interface {
 		Failures(int) (int, []problem.Problem)
-	}{src.s.downsync.Queue(), src.s.status.Queue(), src.s.upsync.Queue(), loopView{src.s.downsync.Writes()}} {
+	}{src.s.downsync.Queue(), src.s.status.Queue(), src.s.upsync.Queue(), loopView{src.s.downsync.Writes()}, loopView{src.s.upsync.Writes()}} {
 		n, ex := q.Failures(limit)
 		failing += n
 		examples = append(examples, ex...)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -60,7 +61,13 @@ type Config struct {
 	OnLeftoverDeleted func(schema.GroupResource)
 	// Recorder, if set, records a conflict as an Event on the upstream object in the way.
 	Recorder record.EventRecorder
+	// FieldManager names the syncer's writes upstream (DefaultFieldManager when empty), so that a
+	// loop with another writer can name that writer.
+	FieldManager string
 }
+
+// DefaultFieldManager is the field manager of upsync's writes.
+const DefaultFieldManager = "kubestellar-syncer"
 
 // Controller is the upsync controller.
 type Controller struct {
@@ -77,7 +84,10 @@ func NewController(cfg Config) (*Controller, error) {
 	if cfg.ConflictRecheckPeriod <= 0 {
 		cfg.ConflictRecheckPeriod = time.Minute
 	}
-	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Upsync, cfg.Metrics, cfg.Recorder)}
+	if cfg.FieldManager == "" {
+		cfg.FieldManager = DefaultFieldManager
+	}
+	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Upsync, cfg.Metrics, cfg.Recorder).LogDeletesLoudly()}
 	c.queue = framework.NewQueue(metrics.Upsync, cfg.Metrics.WorkqueueProvider(), c.process)
 	return c, nil
 }
@@ -181,20 +191,43 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 		// The edge apiserver's own objects (root CA, default ServiceAccount, tokens) only when named.
 		(!mapping.SystemObject(gr, down) || c.cfg.Selection.UpsyncNamesExplicitly(gr, key.Namespace, key.Name))
 	if !wanted {
-		return 0, c.deleteUpstream(ctx, key, r, up)
+		return 0, c.deleteUpstream(ctx, key, r, up, down)
 	}
 	return c.applyUpstream(ctx, key, r, down, up)
 }
 
-func (c *Controller) deleteUpstream(ctx context.Context, key framework.Key, r Resource, up *unstructured.Unstructured) error {
+func (c *Controller) deleteUpstream(ctx context.Context, key framework.Key, r Resource, up, down *unstructured.Unstructured) error {
 	c.writes.ClearConflict(key)
 	if up == nil || !mapping.OwnedUpstream(up) || up.GetDeletionTimestamp() != nil {
 		return nil
 	}
+	switch mapping.ClaimOf(up, c.cfg.OwnerLabelValue) {
+	case mapping.UpsyncedByOther:
+		return nil // another syncer's copy
+	case mapping.UpsyncedUnproven:
+		// It looks like a copy, but nothing proves this syncer made it: never delete it.
+		c.writes.Conflict(ctx, key, up,
+			fmt.Sprintf("Not deleting %s upstream: it carries the upsync mark but not the edge UID (%s) that proves this syncer made it; delete it by hand if it is a stale copy",
+				key.String(), mapping.UpsyncSourceUIDAnnotation),
+			"UpsyncNotDeleted", "Not deleted by the syncer: this object carries the upsync mark but nothing proves the syncer made it (no "+mapping.UpsyncSourceUIDAnnotation+")")
+		return nil
+	}
+	why := "the edge object is gone"
+	switch {
+	case !r.Selected:
+		why = "its resource is no longer upsynced"
+	case down != nil && down.GetDeletionTimestamp() != nil:
+		why = "the edge object is being deleted"
+	case down != nil:
+		why = "the edge object is no longer selected for upsync"
+	}
 	client := c.cfg.Upstream.Resource(r.Upstream).Namespace(key.Namespace)
-	if err := c.writes.DeleteOwned(ctx, client, key, up, "Deleted upsynced copy upstream"); err != nil {
+	// Deleting upstream removes what others may read: logged at level 0, and an Event.
+	deleted, err := c.writes.DeleteOwned(ctx, client, key, up, "Deleted upsynced copy upstream", "reason", why, "edgeUID", mapping.UpsyncedFrom(up))
+	if err != nil || !deleted {
 		return err
 	}
+	c.writes.Event(up, corev1.EventTypeNormal, "UpsyncDeleted", "Deleted by sync target "+c.cfg.OwnerLabelValue+": "+why)
 	if !r.Selected && c.cfg.OnLeftoverDeleted != nil {
 		c.cfg.OnLeftoverDeleted(key.GVR.GroupResource())
 	}
@@ -209,11 +242,20 @@ func (c *Controller) applyUpstream(ctx context.Context, key framework.Key, r Res
 		logger.Error(err, "Cannot map the edge object; not retrying until it changes")
 		return 0, nil
 	}
-	if up != nil && !mapping.OwnedUpstream(up) {
-		c.writes.Conflict(ctx, key, up,
-			fmt.Sprintf("Not upsyncing: %s exists upstream without the syncer's mark %s=%s", key.String(), mapping.UpsyncedAnnotation, mapping.MarkOf(desired)),
-			"UpsyncConflict", "The edge object of this name is not upsynced: this object exists without the mark "+mapping.UpsyncedAnnotation)
-		return c.cfg.ConflictRecheckPeriod, nil
+	if up != nil {
+		switch mapping.ClaimOf(up, c.cfg.OwnerLabelValue) {
+		case mapping.NotUpsynced:
+			c.writes.Conflict(ctx, key, up,
+				fmt.Sprintf("Not upsyncing: %s exists upstream without the syncer's mark %s=%s", key.String(), mapping.UpsyncedAnnotation, mapping.MarkOf(desired)),
+				"UpsyncConflict", "The edge object of this name is not upsynced: this object exists without the mark "+mapping.UpsyncedAnnotation)
+			return c.cfg.ConflictRecheckPeriod, nil
+		case mapping.UpsyncedByOther:
+			other := up.GetLabels()[mapping.UpsyncOwnerLabel]
+			c.writes.Conflict(ctx, key, up,
+				fmt.Sprintf("Not upsyncing: %s exists upstream as a copy upsynced by sync target %q (label %s); two edges upsync the same name", key.String(), other, mapping.UpsyncOwnerLabel),
+				"UpsyncConflict", fmt.Sprintf("The edge object of this name at sync target %s is not upsynced: this object is sync target %q's copy", c.cfg.OwnerLabelValue, other))
+			return c.cfg.ConflictRecheckPeriod, nil
+		}
 	}
 	c.writes.ClearConflict(key)
 	contentOK := up != nil && mapping.UpsyncedUpToDate(desired, up)
@@ -222,28 +264,40 @@ func (c *Controller) applyUpstream(ctx context.Context, key framework.Key, r Res
 		logger.V(logging.Skip).Info("Upstream copy is up to date")
 		return 0, nil
 	}
+	if left, backingOff := c.writes.Backoff(key); backingOff {
+		logger.V(logging.Skip).Info("Backing off a write loop with another actor upstream", "for", left.String())
+		return left, nil
+	}
 	client := c.cfg.Upstream.Resource(r.Upstream).Namespace(key.Namespace)
+	content := mapping.UpsyncedContent(desired)
+	var before *unstructured.Unstructured
+	if up != nil && c.writes.WouldLoop(key, content) {
+		// Read the copy as the other actor left it: its field managers say who that is.
+		before, _ = client.Get(ctx, key.Name, metav1.GetOptions{})
+	}
 	current, result := up, ""
+	create := metav1.CreateOptions{FieldManager: c.cfg.FieldManager}
+	update := metav1.UpdateOptions{FieldManager: c.cfg.FieldManager}
 	switch {
 	case up == nil:
-		current, err = client.Create(ctx, desired, metav1.CreateOptions{})
+		current, err = client.Create(ctx, desired, create)
 		if apierrors.IsNotFound(err) && r.Namespaced {
 			if err = c.ensureNamespace(ctx, key.Namespace); err == nil {
-				current, err = client.Create(ctx, desired, metav1.CreateOptions{})
+				current, err = client.Create(ctx, desired, create)
 			}
 		}
 		result = metrics.Created
 	case !contentOK || (!r.UpstreamHasStatus && !statusOK):
 		body := desired.DeepCopy()
 		body.SetResourceVersion(up.GetResourceVersion())
-		current, err = client.Update(ctx, body, metav1.UpdateOptions{})
+		current, err = client.Update(ctx, body, update)
 		result = metrics.Updated
 	}
 	if err == nil && r.UpstreamHasStatus {
 		if status, ok := desired.Object["status"]; ok && !mapping.StatusEqual(desired, current) {
 			body := current.DeepCopy()
 			body.Object["status"] = runtime.DeepCopyJSONValue(status)
-			_, err = client.UpdateStatus(ctx, body, metav1.UpdateOptions{})
+			_, err = client.UpdateStatus(ctx, body, update)
 			if result == "" {
 				result = metrics.Updated
 			}
@@ -261,8 +315,17 @@ func (c *Controller) applyUpstream(ctx context.Context, key framework.Key, r Res
 		}
 		return 0, c.writes.Failed(key, about, "UpsyncFailed", "writing the upstream copy", err)
 	}
-	if result != "" {
-		c.writes.Applied(ctx, key, result, "Upsynced", "result", result)
+	if result == "" {
+		return 0, nil
+	}
+	c.writes.Applied(ctx, key, result, "Upsynced", "result", result)
+	about := up // the Event goes on the copy
+	if about == nil {
+		about = current
+	}
+	if c.writes.Wrote(ctx, key, content, up == nil, about, before, c.cfg.FieldManager) {
+		left, _ := c.writes.Backoff(key)
+		return left, nil
 	}
 	return 0, nil
 }

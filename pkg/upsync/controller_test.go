@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/kubestellar/syncer/pkg/framework"
@@ -39,7 +40,21 @@ func report(namespace, name string, fail int64) *unstructured.Unstructured {
 		"summary": map[string]interface{}{"fail": fail}}}
 	o.SetNamespace(namespace)
 	o.SetName(name)
+	o.SetUID(types.UID("edge-uid-" + namespace + "-" + name))
 	return o
+}
+
+// spoofed is an upstream object made by hand to look like an upsynced copy: the mark and the
+// owner label, but no edge UID (copied from a copy with `kubectl get -o yaml`, or typed).
+func spoofed(t *testing.T, down *unstructured.Unstructured, owner string) *unstructured.Unstructured {
+	up := upCopy(t, down)
+	annotations := up.GetAnnotations()
+	delete(annotations, mapping.UpsyncSourceUIDAnnotation)
+	up.SetAnnotations(annotations)
+	labels := up.GetLabels()
+	labels[mapping.UpsyncOwnerLabel] = owner
+	up.SetLabels(labels)
+	return up
 }
 
 func upCopy(t *testing.T, down *unstructured.Unstructured) *unstructured.Unstructured {
@@ -61,6 +76,10 @@ func TestProcess(t *testing.T) {
 	unmarked := report("policy", "r", 9)
 	unmarked.SetUID("theirs")
 	otherNS := report("kyverno", "r", 1)
+	otherSyncers := upCopy(t, edge)
+	otherSyncers.SetLabels(map[string]string{mapping.UpsyncOwnerLabel: "edge2"})
+	copiedElsewhere := upCopy(t, report("policy", "original", 1)) // the mark names another object
+	copiedElsewhere.SetName("r")
 	for _, tc := range []struct {
 		name      string
 		down, up  *unstructured.Unstructured
@@ -78,6 +97,13 @@ func TestProcess(t *testing.T) {
 		{name: "gone at the edge, unmarked upstream: left alone", up: unmarked, selected: true, want: ""},
 		{name: "no longer selected: deleted upstream", down: edge, up: upCopy(t, edge), selected: false, want: "delete", metric: metrics.Deleted},
 		{name: "leftover resource: deleted upstream", down: edge, up: upCopy(t, edge), selected: true, leftover: true, want: "delete", metric: metrics.Deleted},
+		{name: "gone at the edge, mark without the edge UID: not deleted, reported", up: spoofed(t, edge, "edge1"), selected: true, want: "", metric: metrics.Conflict},
+		{name: "no longer selected, mark without the edge UID: not deleted", down: edge, up: spoofed(t, edge, "edge1"), selected: false, want: "", metric: metrics.Conflict},
+		{name: "mark without the edge UID, edge object selected: updated (gains the UID)", down: edge, up: spoofed(t, edge, "edge1"), selected: true, want: "update", metric: metrics.Updated},
+		{name: "gone at the edge, another syncer's copy: left alone", up: otherSyncers, selected: true, want: ""},
+		{name: "another syncer's copy is a conflict", down: edge, up: otherSyncers, selected: true, want: "", wantAfter: true, metric: metrics.Conflict},
+		{name: "gone at the edge, mark copied from another object: left alone", up: copiedElsewhere, selected: true, want: ""},
+		{name: "mark copied from another object is a conflict", down: edge, up: copiedElsewhere, selected: true, want: "", wantAfter: true, metric: metrics.Conflict},
 		{name: "downsynced objects are never upsynced", down: downsynced, selected: true, want: ""},
 		{name: "namespace not listed", down: otherNS, selected: true, want: ""},
 	} {
@@ -131,8 +157,8 @@ func TestProcess(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !mapping.OwnedUpstream(got) {
-					t.Errorf("written copy lacks the mark: %v", got.GetAnnotations())
+				if mapping.ClaimOf(got, "edge1") != mapping.UpsyncedByUs || mapping.UpsyncedFrom(got) != string(tc.down.GetUID()) {
+					t.Errorf("written copy lacks the mark or the edge UID: %v", got.GetAnnotations())
 				}
 				want, _, _ := unstructured.NestedInt64(tc.down.Object, "summary", "fail")
 				if n, _, _ := unstructured.NestedInt64(got.Object, "summary", "fail"); n != want {
@@ -222,3 +248,48 @@ func (allConfigMaps) Resource(gr schema.GroupResource) (Resource, bool) {
 }
 func (allConfigMaps) UpsyncMatches(schema.GroupResource, string, string) bool         { return true }
 func (allConfigMaps) UpsyncNamesExplicitly(schema.GroupResource, string, string) bool { return false }
+
+// TestLoopBacksOff: another actor upstream reverts the copy after every write; the fifth write of
+// the same content within a minute is a loop: counted, reported as a problem, and the key backs off
+// instead of writing again.
+func TestLoopBacksOff(t *testing.T) {
+	edge := report("policy", "r", 1)
+	reverted := upCopy(t, edge)
+	_ = unstructured.SetNestedField(reverted.Object, int64(7), "summary", "fail") // someone else's value
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{reports: "PolicyReportList"}, reverted.DeepCopy())
+	m := metrics.New(prometheus.NewRegistry())
+	c, err := NewController(Config{
+		Upstream: client, Metrics: m, OwnerLabelValue: "edge1",
+		// The cache keeps showing the reverted copy, as it would when the other actor reverts each write.
+		UpstreamInformers:   fakeinformers.Informers{reports: fakeinformers.With(reverted)},
+		DownstreamInformers: fakeinformers.Informers{reports: fakeinformers.With(edge)},
+		Selection:           view{res: Resource{Upstream: reports, Downstream: reports, Namespaced: true, Selected: true}, selected: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := framework.Key{GVR: reports, Namespace: "policy", Name: "r"}
+	for i := 1; i <= framework.LoopWrites; i++ {
+		after, err := c.process(context.Background(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (after > 0) != (i == framework.LoopWrites) {
+			t.Fatalf("write %d: requeue after %v", i, after)
+		}
+	}
+	if n := testutil.ToFloat64(m.Writes.WithLabelValues(metrics.Upsync, reports.GroupResource().String(), metrics.Loop)); n != 1 {
+		t.Errorf("writes_total{result=loop} = %v, want 1", n)
+	}
+	if n, ex := c.Writes().Loops(5); n != 1 || !strings.Contains(ex[0].Reason, "write loop") {
+		t.Errorf("loops = %d %v, want 1", n, ex)
+	}
+	writes := len(client.Actions())
+	if after, err := c.process(context.Background(), key); err != nil || after <= 0 {
+		t.Fatalf("while backing off: requeue %v, err %v", after, err)
+	}
+	if len(client.Actions()) != writes {
+		t.Errorf("wrote while backing off: %v", client.Actions()[writes:])
+	}
+}
