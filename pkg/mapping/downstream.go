@@ -26,9 +26,15 @@ var metadataFromSource = []string{
 	"deletionGracePeriodSeconds", "ownerReferences", "finalizers", "selfLink",
 }
 
-// sourceAnnotation tells whether an annotation belongs to the source cluster and is not copied.
+// upsyncAnnotationPrefix starts every annotation upsync writes on an upstream copy: the mark, its
+// digest, and whatever else the mark records.
+const upsyncAnnotationPrefix = "edge.kubestellar.io/upsync"
+
+// sourceAnnotation tells whether an annotation belongs to the source cluster, or is a mark the
+// syncer writes afresh (or not at all) on the object it maps to, and so is not copied.
 func sourceAnnotation(key string) bool {
-	if key == "kubectl.kubernetes.io/last-applied-configuration" || key == UpsyncedAnnotation || key == HashAnnotation {
+	if key == "kubectl.kubernetes.io/last-applied-configuration" || key == HashAnnotation || key == ClusterAnnotation ||
+		strings.HasPrefix(key, upsyncAnnotationPrefix) {
 		return true
 	}
 	// kcp's bookkeeping: kcp.io/cluster, kcp.io/path, internal.workload.kcp.io/..., etc.
@@ -65,6 +71,7 @@ func ToDownstream(up *unstructured.Unstructured, opts Options) (*unstructured.Un
 	if labels == nil {
 		labels = map[string]string{}
 	}
+	delete(labels, UpsyncOwnerLabel)
 	labels[OwnerLabel] = opts.OwnerLabelValue
 	out.SetLabels(labels)
 	out.SetAnnotations(annotations)
@@ -99,6 +106,13 @@ func stripAllocated(obj *unstructured.Unstructured) {
 		}
 	case gk.Group == "" && gk.Kind == "PersistentVolumeClaim":
 		unstructured.RemoveNestedField(obj.Object, "spec", "volumeName")
+		// The source's binding: copied without the volume, the edge's PV controller would take the
+		// claim for lost.
+		removeAnnotations(obj, "pv.kubernetes.io/bind-completed", "pv.kubernetes.io/bound-by-controller",
+			"volume.kubernetes.io/selected-node", "volume.kubernetes.io/storage-provisioner", "volume.beta.kubernetes.io/storage-provisioner")
+	case gk.Group == "apps" && gk.Kind == "Deployment":
+		// The source's rollout revision; the edge's Deployment controller keeps its own.
+		removeAnnotations(obj, "deployment.kubernetes.io/revision")
 	case gk.Group == "" && gk.Kind == "ServiceAccount":
 		delete(obj.Object, "secrets")
 	case gk.Group == "" && gk.Kind == "Pod":
@@ -115,6 +129,18 @@ func stripAllocated(obj *unstructured.Unstructured) {
 			}
 		}
 	}
+}
+
+// removeAnnotations removes annotations from obj.
+func removeAnnotations(obj *unstructured.Unstructured, keys ...string) {
+	a := obj.GetAnnotations()
+	if a == nil {
+		return
+	}
+	for _, k := range keys {
+		delete(a, k)
+	}
+	obj.SetAnnotations(a)
 }
 
 // contentHash digests the object as it would be applied, without the digest annotation itself.

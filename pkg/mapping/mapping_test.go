@@ -190,34 +190,6 @@ func TestOwnerLabelValue(t *testing.T) {
 	}
 }
 
-// FuzzToDownstream: any object the JSON decoder accepts maps without panicking, the mapping is
-// owned and stable (same input, same digest), and the result is up to date with itself.
-func FuzzToDownstream(f *testing.F) {
-	f.Add(upstreamService)
-	f.Add(`{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j","namespace":"n"},"spec":{"template":{"metadata":{"labels":{"a":"b"}}}}}`)
-	f.Add(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"},"spec":{"ports":[1,"x",{"nodePort":3}]}}`)
-	f.Fuzz(func(t *testing.T, s string) {
-		u := &unstructured.Unstructured{}
-		if err := json.Unmarshal([]byte(s), &u.Object); err != nil || u.Object == nil {
-			return
-		}
-		if _, ok := u.Object["metadata"].(map[string]interface{}); !ok {
-			return
-		}
-		d1, err := ToDownstream(u, Options{OwnerLabelValue: "x"})
-		if err != nil {
-			return
-		}
-		d2, _ := ToDownstream(u, Options{OwnerLabelValue: "x"})
-		if d1.GetAnnotations()[HashAnnotation] != d2.GetAnnotations()[HashAnnotation] {
-			t.Fatal("unstable digest")
-		}
-		if !OwnedDownstream(d1) || !UpToDate(d1, d1) {
-			t.Fatal("mapping not owned or not up to date with itself")
-		}
-	})
-}
-
 const edgeReport = `{"apiVersion":"wgpolicyk8s.io/v1alpha2","kind":"PolicyReport","metadata":{"name":"r","namespace":"policy","uid":"u1",
  "resourceVersion":"7","generation":2,"creationTimestamp":"2024-01-01T00:00:00Z","managedFields":[{"manager":"kyverno"}],
  "ownerReferences":[{"apiVersion":"v1","kind":"Pod","name":"p","uid":"edge-uid"}],

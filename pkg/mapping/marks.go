@@ -56,6 +56,27 @@ func KeepOnImmutable(obj *unstructured.Unstructured) bool {
 	return strings.EqualFold(obj.GetAnnotations()[RecreateAnnotation], "false")
 }
 
+// ReplaceOnly tells whether the edge object actual cannot take the desired object in place, and
+// why: the apiserver would keep the old value without an error, or refuse the change. So far one
+// case: a Service changing between headless (clusterIP "None") and one with a cluster IP, which
+// the edge keeps as it was when the applied object omits the IP it allocates.
+func ReplaceOnly(desired, actual *unstructured.Unstructured) (string, bool) {
+	if actual == nil || desired.GetAPIVersion() != "v1" || desired.GetKind() != "Service" {
+		return "", false
+	}
+	headless := func(o *unstructured.Unstructured) bool {
+		ip, _, _ := unstructured.NestedString(o.Object, "spec", "clusterIP")
+		return ip == "None"
+	}
+	switch want, have := headless(desired), headless(actual); {
+	case want && !have:
+		return "the Service became headless (clusterIP None) and a cluster IP cannot be removed in place", true
+	case !want && have:
+		return "the Service is no longer headless (clusterIP None) and a cluster IP cannot be added in place", true
+	}
+	return "", false
+}
+
 // OwnerOf is the sync target a downstream object is labelled for (the OwnerLabel's value).
 func OwnerOf(obj *unstructured.Unstructured) string { return obj.GetLabels()[OwnerLabel] }
 
