@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
 
 	"github.com/kubestellar/syncer/pkg/framework"
@@ -170,16 +171,20 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 		// Read the object as the other actor left it: its field managers say who that is.
 		before, _ = client.Get(ctx, key.Name, metav1.GetOptions{})
 	}
-	_, err = client.Apply(ctx, key.Name, desired, metav1.ApplyOptions{FieldManager: c.cfg.FieldManager, Force: true})
-	if err != nil && downObj != nil && mapping.OwnedDownstream(downObj) && immutable(err) && !mapping.KeepOnImmutable(upObj) {
-		// The edge cannot change the object in place (a Job's template, say): replace it.
-		c.writes.Event(upObj, corev1.EventTypeNormal, "Recreating",
-			fmt.Sprintf("Sync target %s refuses the change in place (%v); deleting and recreating the object there", c.cfg.SyncTargetName, err))
-		klog.FromContext(ctx).Info("Recreating downstream object: the edge refuses the change in place", "reason", err.Error())
-		if _, err := c.writes.DeleteOwned(ctx, client, key, downObj, "Deleted downstream object to recreate it"); err != nil {
-			return 0, err
+	owned := downObj != nil && mapping.OwnedDownstream(downObj)
+	if why, ok := mapping.ReplaceOnly(desired, downObj); ok && owned {
+		// The edge would keep the old value without an error (a headless Service made a ClusterIP
+		// one): what cannot change in place is replaced, or reported.
+		if mapping.KeepOnImmutable(upObj) {
+			return 0, c.writes.Failed(key, upObj, "ApplyFailed", "applying downstream to sync target "+c.cfg.SyncTargetName,
+				fmt.Errorf("%s, and the object opts out of being recreated (%s)", why, mapping.RecreateAnnotation))
 		}
-		return 0, nil // the deletion's event brings the key back, and it is created anew
+		return 0, c.recreate(ctx, key, client, upObj, downObj, why)
+	}
+	_, err = client.Apply(ctx, key.Name, desired, metav1.ApplyOptions{FieldManager: c.cfg.FieldManager, Force: true})
+	if err != nil && owned && immutable(err) && !mapping.KeepOnImmutable(upObj) {
+		// The edge cannot change the object in place (a Job's template, say): replace it.
+		return 0, c.recreate(ctx, key, client, upObj, downObj, fmt.Sprintf("sync target %s refuses the change in place (%v)", c.cfg.SyncTargetName, err))
 	}
 	if err != nil {
 		what := "applying downstream"
@@ -200,6 +205,15 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 	return 0, nil
 }
 
+// recreate deletes an owned downstream object that cannot take a change in place; the deletion's
+// event brings the key back, and the object is created anew.
+func (c *Controller) recreate(ctx context.Context, key framework.Key, client dynamic.ResourceInterface, upObj, downObj *unstructured.Unstructured, why string) error {
+	c.writes.Event(upObj, corev1.EventTypeNormal, "Recreating", why+"; deleting and recreating the object at sync target "+c.cfg.SyncTargetName)
+	klog.FromContext(ctx).Info("Recreating downstream object: it cannot change in place", "reason", why)
+	_, err := c.writes.DeleteOwned(ctx, client, key, downObj, "Deleted downstream object to recreate it")
+	return err
+}
+
 // immutable tells whether the apiserver refused a change because a field may not change.
 func immutable(err error) bool {
 	if !apierrors.IsInvalid(err) {
@@ -208,7 +222,7 @@ func immutable(err error) bool {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) && status.Status().Details != nil {
 		for _, cause := range status.Status().Details.Causes {
-			if strings.Contains(cause.Message, "immutable") {
+			if strings.Contains(cause.Message, "immutable") || strings.Contains(cause.Message, "may not change once set") {
 				return true
 			}
 		}

@@ -75,8 +75,10 @@ type Env struct {
 	Upstream   *Server
 	Downstream *Server
 	KCP        *KCP // the kcp server, with Options.KCP
-	opts       Options
-	procs      []*proc
+	// EtcdURL is the etcd client URL both kube-apiservers use.
+	EtcdURL string
+	opts    Options
+	procs   []*proc
 }
 
 type proc struct {
@@ -154,6 +156,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		return nil, err
 	}
 	fmt.Fprintf(opts.Log, "testenv: etcd ready at %s\n", etcdURL)
+	env.EtcdURL = etcdURL
 
 	for i, name := range []string{"upstream", "downstream"} {
 		s := &Server{Name: name, URL: fmt.Sprintf("https://127.0.0.1:%d", ports[2+i]), Kubeconfig: filepath.Join(dir, name+".kubeconfig"),
