@@ -1,7 +1,9 @@
 # The syncer image: a static binary on distroless, non-root. The binary is built by
 # hack/build-static.sh, the same script `make image-check` runs without a container engine.
 # Build: docker build -t <registry>/kubestellar-syncer:<tag> .   (or: make image IMAGE=...)
-FROM golang:1.25 AS build
+# Go as go.mod's `go` line says (the golang image builds with GOTOOLCHAIN=local); `make image-check`
+# fails when the two differ.
+FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download

@@ -1,4 +1,5 @@
-# KubeStellar syncer. `make demo` shows it working; `make test` is what CI runs.
+# KubeStellar syncer. `make demo` shows it working; `make test` is what CI runs; `make help` lists the
+# targets (each target's `## ` comment is its description there).
 SHELL := /usr/bin/env bash
 .DEFAULT_GOAL := build
 
@@ -7,9 +8,11 @@ CACHE_DIR   ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubestellar-syncer
 # Control-plane binaries (etcd, kube-apiserver, kube-controller-manager, kubectl), built from the Go
 # module proxy by hack/build-k8s-bins.sh into a folder keyed by version, outside the work tree.
 E2E_BIN     ?= $(CACHE_DIR)/e2e-bin/k8s-v$(K8S_VERSION)
-# The Prometheus server from Debian's package (hack/fetch-prometheus.sh), for the scrape e2e test.
+# The Prometheus server and promtool from Debian's package (hack/fetch-prometheus.sh), for the scrape
+# and alerting e2e tests (and the rule checks in the unit tests, which skip without promtool).
 PROMETHEUS_BIN ?= $(CACHE_DIR)/prometheus/prometheus
-export E2E_BIN K8S_VERSION PROMETHEUS_BIN
+PROMTOOL_BIN   ?= $(CACHE_DIR)/prometheus/promtool
+export E2E_BIN K8S_VERSION PROMETHEUS_BIN PROMTOOL_BIN
 # kcp and crd-puller, built from the Go module proxy by hack/build-kcp.sh (tools module hack/e2e/kcptools).
 KCP_VERSION ?= v0.31.2
 KCP_BIN     ?= $(CACHE_DIR)/e2e-bin/kcp-$(KCP_VERSION)
@@ -22,15 +25,18 @@ E2E_UPSTREAMS ?= kube kcp
 
 IMAGE       ?= kubestellar-syncer:dev
 
-.PHONY: bench bench-quick build test test-unit test-e2e e2e-bins kcp-bins prometheus-bin image image-check testenv testenv-down lint demo clean
+.PHONY: help bench bench-quick build test test-unit test-e2e e2e-bins kcp-bins prometheus-bin image image-check testenv testenv-down lint demo clean
 
-build: ## Build the binaries into bin/.
-	$(GO) build -o bin/ ./cmd/...
+help: ## List the targets and what they do.
+	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z0-9_.-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+
+build: ## Build the binaries into bin/, stamped with `git describe` and the commit (--version; VERSION=... to override).
+	$(GO) build -ldflags "$$(bash hack/version-ldflags.sh)" -o bin/ ./cmd/...
 
 test: lint test-unit image-check test-e2e ## Everything CI runs.
 
-test-unit: ## Unit tests (fake clients, pure packages), with the race detector.
-	$(GO) test -race -count=1 ./pkg/... ./cmd/... ./test/bench/... ./test/support/...
+test-unit: prometheus-bin ## Unit tests (fake clients, pure packages), with the race detector (promtool checks the alerting rules).
+	$(GO) test -race -count=1 ./pkg/... ./cmd/... ./manifests/... ./test/bench/... ./test/support/...
 
 test-e2e: e2e-bins kcp-bins prometheus-bin ## End-to-end tests against real control planes (once per upstream in E2E_UPSTREAMS), the syncer run as a process.
 	@log=$$(mktemp -t kubestellar-syncer-e2e-XXXXXX.log); echo "full log: $$log"; rc=0; \
@@ -52,7 +58,7 @@ image: ## Build the container image (needs a Docker engine): make image IMAGE=<r
 image-check: ## Check the image definition without a container engine: the exact static build, entrypoint, user.
 	@bash hack/image-check.sh
 
-prometheus-bin: ## Fetch the Prometheus server from Debian's package (cached).
+prometheus-bin: ## Fetch the Prometheus server and promtool from Debian's package (cached).
 	@bash hack/fetch-prometheus.sh
 
 testenv: e2e-bins kcp-bins ## Start etcd, two kube-apiservers and a kube-controller-manager; kubeconfigs in .testenv/. TESTENV_FLAGS=-kcp adds kcp.
@@ -96,5 +102,5 @@ bench-quick: build e2e-bins ## A smoke run of the benchmarks (small sizes, one r
 	$(GO) run ./test/bench -quick -syncer bin/syncer -bin-dir $(E2E_BIN) -out "$$out" $(BENCH_ARGS) && \
 	echo "bench-quick: results in $$out"
 
-clean: testenv-down
+clean: testenv-down ## Stop the local control plane and remove bin/.
 	rm -rf bin/

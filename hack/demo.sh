@@ -61,7 +61,7 @@ mapfile -t args < <(down -n "$id" get deployment "$id" -o go-template='{{range (
   sed -e 's#^--from-kubeconfig=.*#--from-kubeconfig=.testenv/demo-upstream.kubeconfig#' \
       -e 's#^--metrics-bind-address=.*#--metrics-bind-address=127.0.0.1:0#' -e 's#^--health-probe-bind-address=.*#--health-probe-bind-address=127.0.0.1:0#')
 printf '  %s\n' "${args[@]}"
-bin/syncer "${args[@]}" --to-kubeconfig "$EK" --leader-elect-namespace "$id" > .testenv/syncer.log 2>&1 &
+bin/syncer "${args[@]}" --to-kubeconfig "$EK" --leader-elect-resource-namespace "$id" > .testenv/syncer.log 2>&1 &
 syncer=$!
 trap 'kill $syncer 2>/dev/null; wait $syncer 2>/dev/null || true' EXIT
 

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Installs the Prometheus server from Debian's `prometheus` package into $PROMETHEUS_BIN, once: the
-# package is downloaded (not installed: no service, no dependencies) and its binary extracted. The
-# e2e tests scrape the syncer with it.
+# Installs the Prometheus server and promtool from Debian's `prometheus` package into $PROMETHEUS_BIN
+# and $PROMTOOL_BIN, once: the package is downloaded (not installed: no service, no dependencies) and
+# its two binaries extracted. The e2e tests scrape the syncer with the server and check the alerting
+# rules (manifests/monitoring) with promtool.
 set -euo pipefail
 : "${PROMETHEUS_BIN:?PROMETHEUS_BIN must be set (the Makefile sets it)}"
-if [ -x "$PROMETHEUS_BIN" ]; then
-  echo "prometheus-bin: cached in $PROMETHEUS_BIN ($("$PROMETHEUS_BIN" --version 2>&1 | head -1))"
+PROMTOOL_BIN=${PROMTOOL_BIN:-$(dirname "$PROMETHEUS_BIN")/promtool}
+if [ -x "$PROMETHEUS_BIN" ] && [ -x "$PROMTOOL_BIN" ]; then
+  echo "prometheus-bin: cached in $PROMETHEUS_BIN and $PROMTOOL_BIN ($("$PROMETHEUS_BIN" --version 2>&1 | head -1))"
   exit 0
 fi
 tmp=$(mktemp -d)
@@ -17,6 +19,7 @@ if ! apt-get download prometheus >/dev/null 2>&1; then
   apt-get download prometheus
 fi
 dpkg-deb -x prometheus_*.deb root
-mkdir -p "$(dirname "$PROMETHEUS_BIN")"
+mkdir -p "$(dirname "$PROMETHEUS_BIN")" "$(dirname "$PROMTOOL_BIN")"
 install -m 0755 root/usr/bin/prometheus "$PROMETHEUS_BIN"
-echo "prometheus-bin: installed $("$PROMETHEUS_BIN" --version 2>&1 | head -1) in $PROMETHEUS_BIN"
+install -m 0755 root/usr/bin/promtool "$PROMTOOL_BIN"
+echo "prometheus-bin: installed $("$PROMETHEUS_BIN" --version 2>&1 | head -1) in $PROMETHEUS_BIN, and promtool in $PROMTOOL_BIN"

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -36,18 +37,32 @@ import (
 	"github.com/kubestellar/syncer/cmd/syncer/options"
 	"github.com/kubestellar/syncer/pkg/metrics"
 	"github.com/kubestellar/syncer/pkg/syncer"
+	"github.com/kubestellar/syncer/pkg/version"
 )
 
+// usage begins --help: what the syncer does, then how to call it; the flags follow.
+const usage = `The KubeStellar syncer runs in an edge cluster and keeps it in step with its mailbox workspace
+upstream (a kcp workspace or any kube-apiserver), as the SyncerConfigs there select: the selected
+objects are applied at the edge, kept there against drift and deleted when they leave upstream or the
+selection; their status at the edge is written back upstream; and objects created at the edge that
+the SyncerConfigs select for upsync are copied up. It is event-driven, serves Prometheus metrics,
+/healthz and /readyz, and with --leader-elect works only while it holds a Lease at the edge.
+
+Usage:
+  syncer --from-kubeconfig <mailbox kubeconfig> [--to-kubeconfig <edge kubeconfig>] \
+    --sync-target-name <name> --sync-target-uid <uid> [flags]
+
+Flags:
+`
+
 func main() {
-	opts := options.NewOptions()
-	fs := pflag.NewFlagSet("syncer", pflag.ContinueOnError)
-	opts.AddFlags(fs)
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			os.Exit(0)
-		}
+	opts, done, err := parseFlags(os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "syncer:", err)
 		os.Exit(2)
+	case done:
+		return
 	}
 	if err := run(opts); err != nil {
 		fmt.Fprintln(os.Stderr, "syncer:", err)
@@ -55,6 +70,27 @@ func main() {
 		os.Exit(1)
 	}
 	klog.Flush()
+}
+
+// parseFlags parses the command line. done is true when the command was --help (-h) or --version,
+// answered on stdout: the process then exits 0. Deprecation notices go to stderr.
+func parseFlags(args []string, stdout, stderr io.Writer) (opts *options.Options, done bool, err error) {
+	opts = options.NewOptions()
+	fs := pflag.NewFlagSet("syncer", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	opts.AddFlags(fs)
+	fs.Usage = func() { fmt.Fprint(stdout, usage+fs.FlagUsages()) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil, true, nil
+		}
+		return nil, false, fmt.Errorf("%w (see --help)", err)
+	}
+	if opts.PrintVersion {
+		fmt.Fprintln(stdout, version.Get().Line("syncer"))
+		return nil, true, nil
+	}
+	return opts, false, nil
 }
 
 func run(opts *options.Options) error {
@@ -187,7 +223,7 @@ func leaseLock(opts *options.Options, downCfg *rest.Config) (resourcelock.Interf
 		return nil, fmt.Errorf("downstream client for leader election: %w", err)
 	}
 	host, _ := os.Hostname()
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, opts.LeaderElectNamespace, opts.LeaderElectLeaseName,
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, opts.LeaderElectResourceNamespace, opts.LeaderElectResourceName,
 		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())})
 	if err != nil {
 		return nil, fmt.Errorf("leader election lock: %w", err)

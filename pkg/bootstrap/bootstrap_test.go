@@ -59,6 +59,11 @@ func TestDeploymentMatchesSyncerAndImage(t *testing.T) {
 	if err := fs.Parse(c.Args); err != nil {
 		t.Fatalf("the syncer rejects the Deployment's args %v: %v", c.Args, err)
 	}
+	fs.Visit(func(f *pflag.Flag) {
+		if f.Deprecated != "" {
+			t.Errorf("the Deployment uses the deprecated syncer flag --%s (%s)", f.Name, f.Deprecated)
+		}
+	})
 	t.Setenv("POD_NAMESPACE", dep.Namespace)
 	if err := o.Complete(); err != nil {
 		t.Fatal(err)
@@ -66,7 +71,7 @@ func TestDeploymentMatchesSyncerAndImage(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatalf("the syncer's validation rejects the Deployment's args: %v", err)
 	}
-	if !o.LeaderElect || o.SyncTargetName != "florin" || o.SyncTargetUID != "3f1c" || o.FromKubeconfig != "/kubestellar/kubeconfig" {
+	if !o.LeaderElect || o.LeaderElectResourceNamespace != dep.Namespace || o.SyncTargetName != "florin" || o.SyncTargetUID != "3f1c" || o.FromKubeconfig != "/kubestellar/kubeconfig" {
 		t.Errorf("parsed options %+v", o)
 	}
 	if len(c.Command) != 0 {

@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	clientmetrics "k8s.io/client-go/tools/metrics"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubestellar/syncer/pkg/version"
 )
 
 const namespace = "kubestellar_syncer"
@@ -136,8 +138,20 @@ func New(reg prometheus.Registerer) *Metrics {
 		Help: "Retries handled by the workqueue."}, []string{"name"})
 	reg.MustRegister(m.APIRequests, m.Writes, m.InformersRunning, m.InformersSynced, m.SyncLatency, reachableCollector{m}, m.Leader,
 		m.LastHeartbeat, m.ClientRequestLatency, m.ClientRateLimiterLatency, m.objects,
-		q.depth, q.adds, q.latency, q.workDuration, q.unfinished, q.longest, q.retries)
+		q.depth, q.adds, q.latency, q.workDuration, q.unfinished, q.longest, q.retries,
+		buildInfo(version.Get()))
 	return m
+}
+
+// buildInfo is the gauge kubestellar_syncer_build_info, always 1, whose labels say what was built:
+// the version and git revision (as --version prints them) and the Go version. Its labels are
+// constant for the life of the process, so it is one series.
+func buildInfo(info version.Info) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "build_info",
+		Help:        "Always 1; the labels are the syncer's version, git revision and Go version.",
+		ConstLabels: prometheus.Labels{"version": info.Version, "revision": info.Revision, "goversion": info.GoVersion}})
+	g.Set(1)
+	return g
 }
 
 // WorkqueueProvider returns a client-go MetricsProvider that records on these metrics.

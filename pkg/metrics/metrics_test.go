@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubestellar/syncer/pkg/version"
 )
 
 func TestVerb(t *testing.T) {
@@ -201,4 +203,31 @@ func gatheredReachable(t *testing.T, m *Metrics) float64 {
 		t.Fatalf("gathered %d series: %v", n, err)
 	}
 	return testutil.ToFloat64(m.Reachable.WithLabelValues("upstream"))
+}
+
+// TestBuildInfo: New registers kubestellar_syncer_build_info, 1, labelled with this binary's version,
+// revision and Go version; the labels are exactly the build's.
+func TestBuildInfo(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	New(reg)
+	v := version.Get()
+	want := fmt.Sprintf(`
+# HELP kubestellar_syncer_build_info Always 1; the labels are the syncer's version, git revision and Go version.
+# TYPE kubestellar_syncer_build_info gauge
+kubestellar_syncer_build_info{goversion=%q,revision=%q,version=%q} 1
+`, v.GoVersion, v.Revision, v.Version)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "kubestellar_syncer_build_info"); err != nil {
+		t.Error(err)
+	}
+
+	reg = prometheus.NewRegistry()
+	reg.MustRegister(buildInfo(version.Info{Version: "v1.2.3-4-gabcdef0-dirty", Revision: "abcdef0123456789", GoVersion: "go1.26.0", Platform: "linux/amd64"}))
+	want = `
+# HELP kubestellar_syncer_build_info Always 1; the labels are the syncer's version, git revision and Go version.
+# TYPE kubestellar_syncer_build_info gauge
+kubestellar_syncer_build_info{goversion="go1.26.0",revision="abcdef0123456789",version="v1.2.3-4-gabcdef0-dirty"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
 }

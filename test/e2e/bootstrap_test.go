@@ -121,7 +121,7 @@ func bootstrapAndRun(t *testing.T, f *fixture, name, rbac string) (id string, ed
 	}
 	// In the pod, POD_NAMESPACE comes from the downward API and the edge config from the in-cluster
 	// service account; here they are given explicitly.
-	syncerArgs = append(syncerArgs, "--to-kubeconfig="+downKubeconfig, "--leader-elect-namespace="+id)
+	syncerArgs = append(syncerArgs, "--to-kubeconfig="+downKubeconfig, "--leader-elect-resource-namespace="+id)
 	p = startProcess(t, syncerBin, syncerArgs, metricsAddr)
 	p.healthAddr = healthAddr
 	return id, edgeKube, p

@@ -305,7 +305,7 @@ func TestLeaderElection(t *testing.T) {
 	f.create(f.down, gvrNamespaces, obj("v1", "Namespace", "", leaseNS, nil))
 	t.Cleanup(func() { f.delete(f.down, gvrNamespaces, "", leaseNS) })
 	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps")))
-	args := withArgs("--leader-elect", "--leader-elect-namespace="+leaseNS, "--leader-elect-lease-duration=4s",
+	args := withArgs("--leader-elect", "--leader-elect-resource-namespace="+leaseNS, "--leader-elect-lease-duration=4s",
 		"--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms")
 	procs := []*syncerProc{f.startSyncer(args), f.startSyncer(args)}
 	var leader, standby *syncerProc

@@ -38,14 +38,17 @@ type Options struct {
 	Profiling              bool
 	HeartbeatPeriod        time.Duration
 
-	LeaderElect              bool
-	LeaderElectNamespace     string
-	LeaderElectLeaseName     string
-	LeaderElectLeaseDuration time.Duration
-	LeaderElectRenewDeadline time.Duration
-	LeaderElectRetryPeriod   time.Duration
-	DiscoveryRefreshPeriod   time.Duration
-	ConflictRecheckPeriod    time.Duration
+	LeaderElect                  bool
+	LeaderElectResourceNamespace string
+	LeaderElectResourceName      string
+	LeaderElectLeaseDuration     time.Duration
+	LeaderElectRenewDeadline     time.Duration
+	LeaderElectRetryPeriod       time.Duration
+	DiscoveryRefreshPeriod       time.Duration
+	ConflictRecheckPeriod        time.Duration
+
+	// PrintVersion is --version: print the build's version line and exit.
+	PrintVersion bool
 
 	klogFlags *flag.FlagSet
 }
@@ -89,13 +92,26 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's /debug/pprof on the metrics address (heap?gc=1 collects first: what the benchmark reads).")
 	fs.DurationVar(&o.HeartbeatPeriod, "heartbeat-period", o.HeartbeatPeriod, "How often the heartbeat and conditions are written on every SyncerConfig's status; 0 disables it.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Run only while holding a Lease in the edge cluster, so that several replicas are safe; only the leader watches and writes.")
-	fs.StringVar(&o.LeaderElectNamespace, "leader-elect-namespace", o.LeaderElectNamespace, "Namespace of the Lease at the edge (default: $POD_NAMESPACE).")
-	fs.StringVar(&o.LeaderElectLeaseName, "leader-elect-lease-name", o.LeaderElectLeaseName, "Name of the Lease (default: kubestellar-syncer-<sync target name>).")
+	fs.StringVar(&o.LeaderElectResourceNamespace, "leader-elect-resource-namespace", o.LeaderElectResourceNamespace, "Namespace of the Lease at the edge (default: $POD_NAMESPACE).")
+	fs.StringVar(&o.LeaderElectResourceName, "leader-elect-resource-name", o.LeaderElectResourceName, "Name of the Lease (default: kubestellar-syncer-<sync target name>).")
 	fs.DurationVar(&o.LeaderElectLeaseDuration, "leader-elect-lease-duration", o.LeaderElectLeaseDuration, "How long a standby waits after the last renewal before taking over.")
 	fs.DurationVar(&o.LeaderElectRenewDeadline, "leader-elect-renew-deadline", o.LeaderElectRenewDeadline, "How long the leader keeps trying to renew before it gives up (and exits).")
 	fs.DurationVar(&o.LeaderElectRetryPeriod, "leader-elect-retry-period", o.LeaderElectRetryPeriod, "How often candidates try to acquire or renew the Lease.")
 	fs.DurationVar(&o.DiscoveryRefreshPeriod, "discovery-refresh-period", o.DiscoveryRefreshPeriod, "How often discovery is re-read as a safety net for APIs that appear without a CRD; 0 disables it.")
 	fs.DurationVar(&o.ConflictRecheckPeriod, "conflict-recheck-period", o.ConflictRecheckPeriod, "How often an object blocked by an object the syncer does not own (downstream, or upstream for upsync) is looked at again.")
+	fs.BoolVar(&o.PrintVersion, "version", o.PrintVersion, "Print the version, git revision, Go version and platform, and exit.")
+
+	// The names these flags had before they were named as Kubernetes components name them: still
+	// accepted (bound to the same options), with a deprecation line on standard error, and hidden
+	// from --help.
+	for _, alias := range []struct{ old, current string }{
+		{"leader-elect-namespace", "leader-elect-resource-namespace"},
+		{"leader-elect-lease-name", "leader-elect-resource-name"},
+	} {
+		f := fs.Lookup(alias.current)
+		fs.Var(f.Value, alias.old, f.Usage)
+		_ = fs.MarkDeprecated(alias.old, "use --"+alias.current+" instead")
+	}
 
 	o.klogFlags = flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(o.klogFlags)
@@ -104,16 +120,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 // Complete fills in what follows from other flags.
 func (o *Options) Complete() error {
-	for _, w := range []*int{&o.Workers, &o.StatusWorkers, &o.UpsyncWorkers} {
-		if *w <= 0 {
-			*w = 1
-		}
+	if o.LeaderElectResourceNamespace == "" {
+		o.LeaderElectResourceNamespace = os.Getenv("POD_NAMESPACE")
 	}
-	if o.LeaderElectNamespace == "" {
-		o.LeaderElectNamespace = os.Getenv("POD_NAMESPACE")
-	}
-	if o.LeaderElectLeaseName == "" {
-		o.LeaderElectLeaseName = "kubestellar-syncer-" + mapping.OwnerLabelValue(o.SyncTargetName)
+	if o.LeaderElectResourceName == "" {
+		o.LeaderElectResourceName = "kubestellar-syncer-" + mapping.OwnerLabelValue(o.SyncTargetName)
 	}
 	return nil
 }
@@ -131,11 +142,19 @@ func (o *Options) Validate() error {
 		errs = append(errs, "--qps must be positive (or negative: no client-side limit) and --burst positive")
 	}
 	if o.LeaderElect {
-		if o.LeaderElectNamespace == "" {
-			errs = append(errs, "--leader-elect needs --leader-elect-namespace (or $POD_NAMESPACE)")
+		if o.LeaderElectResourceNamespace == "" {
+			errs = append(errs, "--leader-elect needs --leader-elect-resource-namespace (or $POD_NAMESPACE)")
 		}
 		if !(o.LeaderElectRetryPeriod > 0 && o.LeaderElectRetryPeriod < o.LeaderElectRenewDeadline && o.LeaderElectRenewDeadline < o.LeaderElectLeaseDuration) {
 			errs = append(errs, "leader election timings must satisfy 0 < --leader-elect-retry-period < --leader-elect-renew-deadline < --leader-elect-lease-duration")
+		}
+	}
+	for _, w := range []struct {
+		flag string
+		n    int
+	}{{"--workers", o.Workers}, {"--status-workers", o.StatusWorkers}, {"--upsync-workers", o.UpsyncWorkers}} {
+		if w.n < 1 {
+			errs = append(errs, fmt.Sprintf("%s must be at least 1 (got %d)", w.flag, w.n))
 		}
 	}
 	if o.HeartbeatPeriod < 0 {

@@ -21,30 +21,51 @@ var SyncerConfigResource = SchemeGroupVersion.WithResource("syncerconfigs")
 // Wildcard matches every name, namespace or resource where a list allows it.
 const Wildcard = "*"
 
-// SyncerConfig tells the syncer what to downsync from its mailbox workspace and what to upsync from
-// its edge cluster. All SyncerConfigs in a workspace are merged (union).
+// SyncerConfig tells a KubeStellar syncer what to downsync from its mailbox workspace to its edge
+// cluster and what to upsync from the edge. The syncer reads every SyncerConfig of the workspace
+// (cluster-scoped, short name escfg) and selects their union; edits take effect without a restart.
+// The spec is that of KubeStellar release-0.14.
 type SyncerConfig struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   SyncerConfigSpec   `json:"spec,omitempty"`
+	// What this config selects for downsync (namespaceScope, namespacedObjects, clusterScope) and
+	// upsync (upsync), and whether status is returned. A config that selects nothing is reported as a
+	// warning (condition SelectionValid, reason ResolvedWithWarnings).
+	Spec SyncerConfigSpec `json:"spec,omitempty"`
+	// Written by the syncer, never by users: the heartbeat and the conditions, every
+	// --heartbeat-period (20s by default) while the syncer runs (the leader, when several replicas run
+	// with --leader-elect).
 	Status SyncerConfigStatus `json:"status,omitempty"`
 }
 
 // SyncerConfigSpec is the selection, with the release-0.14 field names.
 type SyncerConfigSpec struct {
-	// NamespaceScope selects every object of each listed resource in each listed namespace, and the
-	// Namespace objects themselves.
+	// Selects every object of each listed resource in each listed namespace, and the Namespace
+	// objects of the listed namespaces themselves (also when no resource is listed). The objects
+	// apiservers make in every namespace (ConfigMap kube-root-ca.crt, ServiceAccount default,
+	// service-account token Secrets) are left out: they are selected only when namespacedObjects
+	// names them. Omitted selects nothing.
 	NamespaceScope NamespaceScopeDownsyncs `json:"namespaceScope,omitempty"`
-	// NamespacedObjects selects namespaced objects by namespace and name.
+	// Selects namespaced objects by resource, namespace and name. The Namespace object of each
+	// namespace listed with a non-empty names list is downsynced too. Omitted or empty selects
+	// nothing.
 	NamespacedObjects []NamespaceScopeDownsyncObjects `json:"namespacedObjects,omitempty"`
-	// ClusterScope selects cluster-scoped objects, CRDs among them.
+	// Selects cluster-scoped objects by resource and name, CustomResourceDefinitions among them
+	// (custom resources are downsynced once their CRD is Established at the edge). Omitted or empty
+	// selects nothing.
 	ClusterScope []ClusterScopeDownsyncResource `json:"clusterScope,omitempty"`
-	// Upsync selects objects created at the edge to be copied up.
+	// Selects objects at the edge to copy up to the mailbox workspace: created and updated upstream
+	// (status included), and deleted there when the edge object goes or leaves the selection. An
+	// object is selected by an entry when its group is apiGroup and its resource, namespace
+	// (cluster-scoped objects have none) and name are listed. Objects the syncer downsynced are never
+	// upsynced, nor are CustomResourceDefinitions (the API must exist upstream at the edge's
+	// version); missing upstream namespaces are created. Omitted or empty upsyncs nothing.
 	Upsync []UpsyncSet `json:"upsync,omitempty"`
-	// ReturnStatus tells whether the status of the objects this config downsyncs is written back
-	// upstream (status return). Omitted means true. An object selected by several configs has its
-	// status returned when any of them wants it.
+	// Whether the status of the objects this config downsyncs is written back upstream (status
+	// return) from the edge's .status; CustomResourceDefinitions and Namespaces never have theirs
+	// returned. Omitted means true. The configs are merged as a union: an object selected by several
+	// configs has its status returned when any of them omits this field or sets it to true.
 	ReturnStatus *bool `json:"returnStatus,omitempty"`
 }
 
@@ -53,54 +74,99 @@ func (s *SyncerConfigSpec) ReturnsStatus() bool { return s.ReturnStatus == nil |
 
 // NamespaceScopeDownsyncs selects whole namespaces' worth of some resources.
 type NamespaceScopeDownsyncs struct {
-	// Namespaces whose contents are downsynced; "*" means every namespace.
+	// Namespaces whose objects of the listed resources are downsynced; their Namespace objects are
+	// downsynced too. "*" means every namespace (and every Namespace object). Omitted or empty means
+	// none.
 	Namespaces []string `json:"namespaces,omitempty"`
-	// Resources downsynced from those namespaces; resource "*" means every namespaced resource of the
-	// group and version.
+	// Namespaced resources whose objects in the listed namespaces are downsynced. Omitted or empty
+	// means none (the Namespace objects are downsynced all the same).
 	Resources []NamespaceScopeDownsyncResource `json:"resources,omitempty"`
 }
 
 // NamespaceScopeDownsyncResource names one namespaced resource.
 type NamespaceScopeDownsyncResource struct {
+	// GroupResource names the resource: group is its API group ("" or omitted for the core group),
+	// resource its plural lowercase name (e.g. deployments) or "*" for every namespaced resource of
+	// the group that can be listed, watched, created, patched and deleted.
 	metav1.GroupResource `json:",inline"`
-	// APIVersion is the version only (no group), e.g. "v1".
+	// Version of the resource, without the group (e.g. v1). When the upstream does not serve it,
+	// the group's preferred version is used and a warning is reported (condition SelectionValid); the
+	// edge must serve the version used.
 	APIVersion string `json:"apiVersion"`
 }
 
 // NamespaceScopeDownsyncObjects selects objects of one namespaced resource by namespace and name.
 type NamespaceScopeDownsyncObjects struct {
+	// GroupResource names the resource: group is its API group ("" or omitted for the core group),
+	// resource its plural lowercase name (e.g. deployments) or "*" for every namespaced resource of
+	// the group that can be listed, watched, created, patched and deleted.
 	metav1.GroupResource `json:",inline"`
-	APIVersion           string              `json:"apiVersion"`
-	ObjectsByNamespace   []NamespaceAndNames `json:"objectsByNamespace,omitempty"`
+	// Version of the resource, without the group (e.g. v1). When the upstream does not serve it,
+	// the group's preferred version is used and a warning is reported (condition SelectionValid); the
+	// edge must serve the version used.
+	APIVersion string `json:"apiVersion"`
+	// The objects selected, namespace by namespace. Omitted or empty selects none.
+	ObjectsByNamespace []NamespaceAndNames `json:"objectsByNamespace,omitempty"`
 }
 
 // NamespaceAndNames lists names in one namespace; an empty list means none, "*" means all.
 type NamespaceAndNames struct {
-	Namespace string   `json:"namespace"`
-	Names     []string `json:"names,omitempty"`
+	// Namespace of the objects, or "*" for every namespace. Its Namespace object is downsynced too
+	// (every Namespace object, for "*"), unless names is empty.
+	Namespace string `json:"namespace"`
+	// Names of the objects in that namespace. "*" means every object of the resource there, except
+	// the objects apiservers make in every namespace (ConfigMap kube-root-ca.crt, ServiceAccount
+	// default, service-account token Secrets), which are selected only when named. Omitted or empty
+	// means none.
+	Names []string `json:"names,omitempty"`
 }
 
 // ClusterScopeDownsyncResource selects objects of one cluster-scoped resource. Objects omitted (nil)
 // means all, an empty list means none, "*" means all.
 type ClusterScopeDownsyncResource struct {
+	// GroupResource names the resource: group is its API group ("" or omitted for the core group),
+	// resource its plural lowercase name (e.g. customresourcedefinitions) or "*" for every
+	// cluster-scoped resource of the group that can be listed, watched, created, patched and deleted.
 	metav1.GroupResource `json:",inline"`
-	APIVersion           string   `json:"apiVersion"`
-	Objects              []string `json:"objects,omitempty"`
+	// Version of the resource, without the group (e.g. v1). When the upstream does not serve it,
+	// the group's preferred version is used and a warning is reported (condition SelectionValid); the
+	// edge must serve the version used.
+	APIVersion string `json:"apiVersion"`
+	// Names of the objects. Omitted means every object of the resource; an empty list ([]) means
+	// none; "*" means every object.
+	Objects []string `json:"objects,omitempty"`
 }
 
 // UpsyncSet selects edge objects to upsync. An empty list means nothing; "*" means all.
 type UpsyncSet struct {
-	APIGroup   string   `json:"apiGroup"`
-	Resources  []string `json:"resources"`
+	// API group of the objects: "" for the core group, "*" for any group.
+	APIGroup string `json:"apiGroup"`
+	// Plural lowercase names of the objects' resources in that group. "*" means every resource of the
+	// group that can be listed, watched, created, patched and deleted, except CustomResourceDefinitions
+	// and Namespaces. Empty means none.
+	Resources []string `json:"resources"`
+	// Namespaces of the objects (cluster-scoped objects are selected whatever this says); "*" means
+	// every namespace. Omitted or empty selects no namespaced object.
 	Namespaces []string `json:"namespaces,omitempty"`
-	Names      []string `json:"names"`
+	// Names of the objects. "*" means every object, except the objects apiservers make in every
+	// namespace (ConfigMap kube-root-ca.crt, ServiceAccount default, service-account token Secrets),
+	// which are upsynced only when named. Empty means none.
+	Names []string `json:"names"`
 }
 
 // SyncerConfigStatus is written by the syncer.
 type SyncerConfigStatus struct {
-	// LastSyncerHeartbeatTime is when the syncer last wrote this status.
+	// When the syncer last wrote this status: every --heartbeat-period (20s by default; 0 turns the
+	// heartbeat off) while it runs and leads. Older than a few periods means that the syncer is
+	// stopped, cannot write to the mailbox workspace, or that no replica leads.
 	LastSyncerHeartbeatTime *metav1.Time `json:"lastSyncerHeartbeatTime,omitempty"`
-	// Conditions: Ready, SelectionValid, ObjectsSynced, UpstreamReachable, DownstreamReachable.
+	// What the syncer sees, written with each heartbeat by server-side apply (field manager
+	// kubestellar-syncer), one condition per type: Ready (True when all the others are),
+	// SelectionValid (every selected resource is served on both sides; warnings keep it True with
+	// reason ResolvedWithWarnings), ObjectsSynced (no object failing to sync or in conflict; when
+	// False, counts and up to five examples), UpstreamReachable and DownstreamReachable (the last
+	// request to that side got a response and none has waited more than 10s for one). A problem with
+	// the selection shows on the configs it comes from; the others show on every config.
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
