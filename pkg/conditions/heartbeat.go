@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,6 +17,7 @@ import (
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
 	"github.com/kubestellar/syncer/pkg/logging"
 	"github.com/kubestellar/syncer/pkg/metrics"
+	"github.com/kubestellar/syncer/pkg/problem"
 )
 
 // Config is what New needs.
@@ -34,6 +36,9 @@ type Config struct {
 type Heartbeat struct {
 	cfg     Config
 	failing bool // the last beat failed (Run's goroutine only)
+	// missing are the missing-namespace warnings logged already (Run's goroutine only): they are
+	// found here, from the upstream cache at each beat, not by a resolve, so they are logged here.
+	missing map[string]bool
 }
 
 // New returns a Heartbeat; it does no API I/O.
@@ -57,11 +62,16 @@ func (h *Heartbeat) Beat(ctx context.Context) {
 	now := metav1.Now()
 	shared := Shared(h.cfg.Sources)
 	problems := h.cfg.Sources.SelectionProblems()
+	h.logMissingNamespaces(logger, problems)
 	failed := 0
 	for _, cfg := range h.cfg.Configs() {
 		body := StatusApply(cfg, ForConfig(cfg.GetName(), cfg.GetGeneration(), problems, shared), now)
 		_, err := h.cfg.Upstream.Resource(edgev1.SyncerConfigResource).ApplyStatus(ctx, cfg.GetName(), body,
 			metav1.ApplyOptions{FieldManager: h.cfg.FieldManager, Force: true})
+		if apierrors.IsNotFound(err) {
+			logger.V(logging.Trace).Info("SyncerConfig deleted meanwhile; no heartbeat for it", "syncerConfig", cfg.GetName())
+			continue
+		}
 		if err != nil {
 			failed++
 			if !h.failing && ctx.Err() == nil {
@@ -78,6 +88,22 @@ func (h *Heartbeat) Beat(ctx context.Context) {
 		}
 	}
 	h.failing = failed > 0
+}
+
+// logMissingNamespaces logs each missing-namespace warning once, at level 0, when it appears (again).
+func (h *Heartbeat) logMissingNamespaces(logger klog.Logger, problems []problem.Problem) {
+	now := map[string]bool{}
+	for _, p := range problems {
+		if p.Kind != problem.NamespaceMissing {
+			continue
+		}
+		text := p.String()
+		now[text] = true
+		if !h.missing[text] {
+			logger.Info("Selection warning", "problem", text, "kind", p.Kind, "syncerConfig", p.Config)
+		}
+	}
+	h.missing = now
 }
 
 // StatusApply is the apply configuration of a SyncerConfig's status: the heartbeat time and the
