@@ -58,6 +58,8 @@ type Selection interface {
 	NamesExplicitly(gr schema.GroupResource, namespace, name string) bool
 	// Mentions tells whether any config names the resource, served or not.
 	Mentions(gr schema.GroupResource) bool
+	// PropagatesDeletion tells whether a selected object's edge copy goes when the object goes.
+	PropagatesDeletion(gr schema.GroupResource, namespace, name string) bool
 	// NamespacedResources lists the selected namespaced resources read upstream.
 	NamespacedResources() []Resource
 }

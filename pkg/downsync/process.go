@@ -94,6 +94,9 @@ func (c *Controller) delete(ctx context.Context, key framework.Key, r Resource, 
 	case mapping.CreateOnly(downObj):
 		klog.FromContext(ctx).V(logging.Skip).Info("Not deleting a create-only object", "annotation", mapping.OverwriteAnnotation)
 		return nil
+	case mapping.KeepOnDelete(downObj):
+		klog.FromContext(ctx).V(logging.Skip).Info("Not deleting: the configs that selected it do not propagate deletion", "annotation", mapping.PropagateDeletionAnnotation)
+		return nil
 	}
 	client := c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace)
 	_, err := c.writes.DeleteOwned(ctx, client, key, downObj, "Deleted downstream object")
@@ -103,7 +106,9 @@ func (c *Controller) delete(ctx context.Context, key framework.Key, r Resource, 
 // apply creates or updates the downstream object of a wanted upstream object.
 func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, upObj, downObj *unstructured.Unstructured) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
-	desired, err := mapping.ToDownstream(upObj, c.cfg.Mapping)
+	opts := c.cfg.Mapping
+	opts.KeepOnDelete = !c.cfg.Selection.PropagatesDeletion(key.GVR.GroupResource(), key.Namespace, key.Name)
+	desired, err := mapping.ToDownstream(upObj, opts)
 	if err != nil {
 		c.cfg.Metrics.Writes.WithLabelValues(metrics.Downsync, key.GVR.GroupResource().String(), metrics.Error).Inc()
 		logger.Error(err, "Cannot map the upstream object; not retrying until it changes")

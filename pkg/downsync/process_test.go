@@ -51,6 +51,9 @@ func (v *view) Matches(gr schema.GroupResource, ns, name string) bool {
 	return v.sel.Matches(gr, ns, name)
 }
 func (v *view) Mentions(gr schema.GroupResource) bool { return v.sel.Mentions(gr) }
+func (v *view) PropagatesDeletion(gr schema.GroupResource, ns, name string) bool {
+	return v.sel.PropagatesDeletion(gr, ns, name)
+}
 func (v *view) NamesExplicitly(gr schema.GroupResource, ns, name string) bool {
 	return v.sel.NamesExplicitly(gr, ns, name)
 }
@@ -206,6 +209,11 @@ func TestProcess(t *testing.T) {
 		{name: "deleted upstream: deleted downstream", view: selecting("a"), up: objs(nsA), down: objs(nsA, owned(t, upCM)),
 			want: []string{"delete configmaps"}, result: metrics.Deleted},
 		{name: "unowned object is never deleted", view: selecting("b"), up: objs(nsA), down: objs(nsA, unowned)},
+		{name: "deleted upstream, kept at the edge (propagateDeletion false)", view: selecting("a"), up: objs(nsA), down: objs(nsA, func() *unstructured.Unstructured {
+			d := owned(t, upCM)
+			d.SetAnnotations(map[string]string{mapping.DownsyncedAnnotation: "ConfigMap/a/x", mapping.PropagateDeletionAnnotation: "false"})
+			return d
+		}())},
 		{name: "a copy upsync made is not downsynced, silently", view: selecting("a"), up: objs(upsyncMarked(t, upCM, true), nsA), down: objs(nsA)},
 		{name: "an upsync mark nothing proves is not downsynced, and reported", view: selecting("a"), up: objs(upsyncMarked(t, upCM, false), nsA), down: objs(nsA),
 			result: metrics.Conflict},

@@ -18,6 +18,9 @@ type Options struct {
 	// Cluster is the logical cluster (kcp workspace) the upstream object lives in, when the syncer
 	// serves several; it is recorded in ClusterAnnotation. Empty for one workspace.
 	Cluster string
+	// KeepOnDelete marks the downstream object with KeepAnnotation "false": the configs that select
+	// it set propagateDeletion to false, so it stays when its upstream object goes.
+	KeepOnDelete bool
 }
 
 // metadataFromSource are the metadata fields that belong to the cluster the object was read from.
@@ -66,6 +69,9 @@ func ToDownstream(up *unstructured.Unstructured, opts Options) (*unstructured.Un
 	annotations[DownsyncedAnnotation] = MarkOf(out)
 	if opts.Cluster != "" {
 		annotations[ClusterAnnotation] = opts.Cluster
+	}
+	if opts.KeepOnDelete {
+		annotations[PropagateDeletionAnnotation] = "false"
 	}
 	labels := out.GetLabels()
 	if labels == nil {

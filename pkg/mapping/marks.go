@@ -31,7 +31,16 @@ const (
 	// ClusterAnnotation records, on a downstream object, the logical cluster (kcp workspace) of its
 	// upstream object when the syncer serves several workspaces. Absent for a single workspace.
 	ClusterAnnotation = "edge.kubestellar.io/upstream-cluster"
+	// PropagateDeletionAnnotation set to "false" on a downstream object keeps it when its upstream
+	// object is deleted or leaves the selection. The syncer sets it when every config selecting the
+	// object has propagateDeletion false; set on an upstream object, it is copied and acts alike.
+	PropagateDeletionAnnotation = "edge.kubestellar.io/propagate-deletion"
 )
+
+// KeepOnDelete tells whether a downstream object stays when its upstream object goes.
+func KeepOnDelete(obj *unstructured.Unstructured) bool {
+	return strings.EqualFold(obj.GetAnnotations()[PropagateDeletionAnnotation], "false")
+}
 
 // ClusterOf is the logical cluster recorded on a downstream object; empty for a single workspace.
 func ClusterOf(obj *unstructured.Unstructured) string { return obj.GetAnnotations()[ClusterAnnotation] }

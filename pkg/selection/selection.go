@@ -23,6 +23,9 @@ type Selection struct {
 	// statusRules select the objects whose status is returned: those of the configs that did not
 	// switch status return off.
 	statusRules map[schema.GroupResource]*rule
+	// deleteRules select the objects whose edge copies are deleted with them: those of the configs
+	// that did not set propagateDeletion to false.
+	deleteRules map[schema.GroupResource]*rule
 	requests    []Request
 	upsync      []upsyncEntry
 	// namespaces are the namespaces the configs name (not "*"), with the entries that name them.
@@ -118,19 +121,24 @@ func (r *rule) namesExplicitly(namespace, name string) bool {
 // problems and skipped; the rest still counts.
 func Merge(configs []*edgev1.SyncerConfig) (*Selection, []problem.Problem) {
 	s, problems := merge(configs)
-	var returning []*edgev1.SyncerConfig
+	s.statusRules = subsetRules(s, configs, (*edgev1.SyncerConfigSpec).ReturnsStatus)
+	s.deleteRules = subsetRules(s, configs, (*edgev1.SyncerConfigSpec).PropagatesDeletion)
+	return s, problems
+}
+
+// subsetRules are the rules of the configs whose spec has the property: a union, like the whole.
+func subsetRules(s *Selection, configs []*edgev1.SyncerConfig, has func(*edgev1.SyncerConfigSpec) bool) map[schema.GroupResource]*rule {
+	var subset []*edgev1.SyncerConfig
 	for _, cfg := range configs {
-		if cfg.Spec.ReturnsStatus() {
-			returning = append(returning, cfg)
+		if has(&cfg.Spec) {
+			subset = append(subset, cfg)
 		}
 	}
-	if len(returning) == len(configs) {
-		s.statusRules = s.rules
-	} else {
-		r, _ := merge(returning)
-		s.statusRules = r.rules
+	if len(subset) == len(configs) {
+		return s.rules
 	}
-	return s, problems
+	r, _ := merge(subset)
+	return r.rules
 }
 
 func merge(configs []*edgev1.SyncerConfig) (*Selection, []problem.Problem) {
@@ -336,6 +344,12 @@ func (s *Selection) ReturnsStatus(gr schema.GroupResource, namespace, name strin
 	return s != nil && matchRules(s.statusRules, gr, namespace, name)
 }
 
+// PropagatesDeletion tells whether the edge copy of a downsynced object is deleted when the object
+// is deleted upstream or leaves the selection (no config selecting it set propagateDeletion false).
+func (s *Selection) PropagatesDeletion(gr schema.GroupResource, namespace, name string) bool {
+	return s == nil || matchRules(s.deleteRules, gr, namespace, name)
+}
+
 // Equal tells whether two selections select the same objects. Config names and entry order do not
 // matter.
 func (s *Selection) Equal(o *Selection) bool {
@@ -350,6 +364,8 @@ func (s *Selection) fingerprint() string {
 	writeRules(&b, s.rules)
 	b.WriteString("status:")
 	writeRules(&b, s.statusRules)
+	b.WriteString("delete:")
+	writeRules(&b, s.deleteRules)
 	for _, r := range s.requests {
 		fmt.Fprintf(&b, "%s/%s/%s/%v;", r.Group, r.Version, r.Resource, r.Namespaced)
 	}

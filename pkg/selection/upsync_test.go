@@ -108,3 +108,28 @@ func TestReturnsStatus(t *testing.T) {
 		t.Error("switching status return off must change the selection")
 	}
 }
+
+// TestPropagatesDeletion: an object only propagateDeletion=false configs select keeps its edge copy;
+// one that a default config selects too does not (union semantics, like returnStatus).
+func TestPropagatesDeletion(t *testing.T) {
+	off := false
+	cms := []edgev1.NamespaceScopeDownsyncResource{{GroupResource: gr("", "configmaps"), APIVersion: "v1"}}
+	sel, _ := Merge([]*edgev1.SyncerConfig{
+		cfg("keep", edgev1.SyncerConfigSpec{PropagateDeletion: &off, NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"a", "b"}, Resources: cms}}),
+		cfg("default", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"b"}, Resources: cms}}),
+	})
+	if sel.PropagatesDeletion(configMaps, "a", "x") {
+		t.Error("deletion propagates for an object only the propagateDeletion=false config selects")
+	}
+	if !sel.PropagatesDeletion(configMaps, "b", "x") {
+		t.Error("deletion does not propagate for an object a default config selects too")
+	}
+	all, _ := Merge([]*edgev1.SyncerConfig{cfg("keep", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"a", "b"}, Resources: cms}})})
+	if !all.PropagatesDeletion(configMaps, "a", "x") {
+		t.Error("deletion must propagate by default")
+	}
+	keepAll, _ := Merge([]*edgev1.SyncerConfig{cfg("keep", edgev1.SyncerConfigSpec{PropagateDeletion: &off, NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"a", "b"}, Resources: cms}})})
+	if keepAll.Equal(all) {
+		t.Error("switching deletion propagation off must change the selection")
+	}
+}

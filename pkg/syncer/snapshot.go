@@ -71,6 +71,10 @@ func (v downsyncView) NamesExplicitly(gr schema.GroupResource, namespace, name s
 	return v.current().selection.NamesExplicitly(gr, namespace, name)
 }
 
+func (v downsyncView) PropagatesDeletion(gr schema.GroupResource, namespace, name string) bool {
+	return v.current().selection.PropagatesDeletion(gr, namespace, name)
+}
+
 func (v downsyncView) Mentions(gr schema.GroupResource) bool {
 	return v.current().selection.Mentions(gr)
 }

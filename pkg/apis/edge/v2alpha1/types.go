@@ -67,10 +67,21 @@ type SyncerConfigSpec struct {
 	// returned. Omitted means true. The configs are merged as a union: an object selected by several
 	// configs has its status returned when any of them omits this field or sets it to true.
 	ReturnStatus *bool `json:"returnStatus,omitempty"`
+	// Whether the edge copies of the objects this config downsyncs are deleted when the upstream
+	// object is deleted or leaves the selection. Omitted means true. With false, the edge copy is
+	// kept (marked with the annotation edge.kubestellar.io/propagate-deletion: "false") and left
+	// alone once its upstream object is gone. The configs are merged as a union: an object selected
+	// by several configs is deleted when any of them omits this field or sets it to true.
+	PropagateDeletion *bool `json:"propagateDeletion,omitempty"`
 }
 
 // ReturnsStatus is the ReturnStatus field with its default applied.
 func (s *SyncerConfigSpec) ReturnsStatus() bool { return s.ReturnStatus == nil || *s.ReturnStatus }
+
+// PropagatesDeletion is the PropagateDeletion field with its default applied.
+func (s *SyncerConfigSpec) PropagatesDeletion() bool {
+	return s.PropagateDeletion == nil || *s.PropagateDeletion
+}
 
 // NamespaceScopeDownsyncs selects whole namespaces' worth of some resources.
 type NamespaceScopeDownsyncs struct {
