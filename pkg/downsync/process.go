@@ -11,7 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/klog/v2"
 
 	"github.com/kubestellar/syncer/pkg/framework"
@@ -126,12 +129,12 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 			return 0, err // the namespace's arrival enqueues this key again
 		}
 	}
-	creating := downObj == nil
+	creating, readLive := downObj == nil, false
 	if creating {
 		if downObj, err = c.existing(ctx, key, r); err != nil {
 			return 0, err
 		}
-		creating = downObj == nil
+		creating, readLive = downObj == nil, downObj != nil
 	}
 	if other := ownerOf(downObj); other != "" && other != c.cfg.Mapping.OwnerLabelValue {
 		// Another syncer's (or relabelled to another sync target): never taken, even when adopting.
@@ -160,6 +163,13 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 	if downObj != nil && mapping.OwnedDownstream(downObj) && mapping.CreateOnly(upObj) {
 		logger.V(logging.Skip).Info("Create-only object exists downstream; not updating it", "annotation", mapping.OverwriteAnnotation)
 		return 0, nil
+	}
+	if readLive && mapping.OwnedDownstream(downObj) {
+		// Taking over an object this syncer's mark is on but not its label: one the release-0.14
+		// syncer wrote (or one relabelled by hand). Its fields may still belong to other managers.
+		if err := c.migrateManagers(ctx, key, r, downObj); err != nil {
+			return 0, err
+		}
 	}
 	if mapping.UpToDate(desired, downObj) {
 		logger.V(logging.Skip).Info("Downstream object is up to date")
@@ -208,6 +218,29 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 		return left, nil
 	}
 	return 0, nil
+}
+
+// LegacyFieldManager is the field manager of the syncer this one replaces: the release-0.14 syncer
+// wrote with plain updates, so the apiserver named its fields after its binary, "syncer".
+const LegacyFieldManager = "syncer"
+
+// migrateManagers hands the fields a legacy syncer owns on an object this syncer takes over to this
+// syncer's apply manager (client-go's csaupgrade), so that a field removed upstream later is removed
+// at the edge too instead of staying for good under the old owner. obj was read from the apiserver
+// (the cache drops managedFields).
+func (c *Controller) migrateManagers(ctx context.Context, key framework.Key, r Resource, obj *unstructured.Unstructured) error {
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, sets.New(LegacyFieldManager), c.cfg.FieldManager)
+	if err != nil || patch == nil {
+		return err // nil, nil: nothing of a legacy syncer's on it
+	}
+	client := c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace)
+	if _, err := client.Patch(ctx, key.Name, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
+		// Retried: the next try reads the object afresh (a changed object fails the patch's test).
+		return fmt.Errorf("handing over the fields of %s to %s: %w", LegacyFieldManager, c.cfg.FieldManager, err)
+	}
+	klog.FromContext(ctx).Info("Took over an object from the release-0.14 syncer: its fields now belong to this syncer",
+		"from", LegacyFieldManager, "to", c.cfg.FieldManager)
+	return nil
 }
 
 // recreate deletes an owned downstream object that cannot take a change in place; the deletion's

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -111,6 +112,9 @@ func newHarness(t *testing.T, v *view, up, down []*unstructured.Unstructured) *h
 	kinds := map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList", namespaceGVR: "NamespaceList"}
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), kinds, downObjs...)
 	client.PrependReactor("patch", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.(clienttesting.PatchAction).GetPatchType() != types.ApplyPatchType {
+			return false, nil, nil // the tracker applies other patches
+		}
 		o := &unstructured.Unstructured{}
 		return true, o, o.UnmarshalJSON(a.(clienttesting.PatchAction).GetPatch())
 	})
@@ -204,6 +208,14 @@ func TestProcess(t *testing.T) {
 			d.SetLabels(nil)
 			return d
 		}()), want: []string{"get configmaps", "patch configmaps"}, result: metrics.Updated},
+		{name: "the release-0.14 syncer's object: its fields handed over, then applied", view: selecting("a"), up: objs(upCM, nsA), down: objs(nsA, func() *unstructured.Unstructured {
+			d := owned(t, upCM)
+			d.SetLabels(nil)
+			d.SetResourceVersion("7")
+			d.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: LegacyFieldManager, Operation: metav1.ManagedFieldsOperationUpdate,
+				APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:k":{}}}`)}}})
+			return d
+		}()), want: []string{"get configmaps", "patch configmaps", "patch configmaps"}, result: metrics.Updated},
 		{name: "deselected owned object is deleted", view: selecting("b"), up: objs(upCM, nsA), down: objs(nsA, owned(t, upCM)),
 			want: []string{"delete configmaps"}, result: metrics.Deleted},
 		{name: "deleted upstream: deleted downstream", view: selecting("a"), up: objs(nsA), down: objs(nsA, owned(t, upCM)),
@@ -247,7 +259,7 @@ func TestProcess(t *testing.T) {
 				}
 			}
 			for _, a := range h.down.Actions() {
-				if p, ok := a.(clienttesting.PatchAction); ok && !strings.Contains(string(p.GetPatch()), mapping.OwnerLabel) {
+				if p, ok := a.(clienttesting.PatchAction); ok && p.GetPatchType() == types.ApplyPatchType && !strings.Contains(string(p.GetPatch()), mapping.OwnerLabel) {
 					t.Errorf("applied object lacks the owner label: %s", p.GetPatch())
 				}
 				if d, ok := a.(clienttesting.DeleteAction); ok {
