@@ -228,10 +228,9 @@ func TestFaultAPIServerHungThenRestarted(t *testing.T) {
 	hungAt := time.Now()
 	for i := 0; i < 30; i++ {
 		name := fmt.Sprintf("c-%03d", i)
-		switch {
-		case i%3 == 0:
+		if i%3 == 0 {
 			f.delete(f.up, gvrConfigMaps, ns, name)
-		default:
+		} else {
 			f.update(f.up, gvrConfigMaps, ns, name, func(o *unstructured.Unstructured) { o.Object["data"] = map[string]interface{}{"v": "2"} })
 		}
 		f.create(f.up, gvrConfigMaps, configMap(ns, fmt.Sprintf("n-%03d", i), map[string]interface{}{"v": "new"}))

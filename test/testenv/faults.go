@@ -109,4 +109,3 @@ func (e *Env) etcdPost(ctx context.Context, path string, body, out interface{}) 
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
 }
-
