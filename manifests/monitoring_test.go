@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubestellar/syncer/pkg/metrics"
@@ -293,10 +294,12 @@ func TestDashboard(t *testing.T) {
 		}
 	}
 	all := strings.Join(exprs, "\n")
-	for _, want := range []string{"writes_total", "sync_latency_seconds_bucket", "objects_managed", "workqueue_depth",
-		"api_requests_total", "reachable", "leader", "last_heartbeat_timestamp_seconds", "informers_running", "informers_synced"} {
-		if !strings.Contains(all, "kubestellar_syncer_"+want) {
-			t.Errorf("no panel queries kubestellar_syncer_%s", want)
+	for _, want := range []string{"kubestellar_syncer_writes_total", "kubestellar_syncer_sync_latency_seconds_bucket",
+		"kubestellar_syncer_objects_managed", "workqueue_depth", "kubestellar_syncer_api_requests_total", "kubestellar_syncer_reachable",
+		"kubestellar_syncer_leader", "kubestellar_syncer_last_heartbeat_timestamp_seconds", "kubestellar_syncer_informers_running",
+		"kubestellar_syncer_informers_synced"} {
+		if !regexp.MustCompile(`\b` + want + `\b`).MatchString(all) {
+			t.Errorf("no panel queries %s", want)
 		}
 	}
 	t.Logf("%d panels, %d queries", len(ids), len(exprs))
@@ -331,10 +334,12 @@ func (r *recordingRegisterer) MustRegister(cs ...prometheus.Collector) {
 
 // syncerMetricNames are the series names the syncer's registry exposes: every family gathered from
 // metrics.New, each of its metrics given a sample first (a vector without one is not gathered), with
-// the series a histogram or summary is made of.
+// the series a histogram or summary is made of, and those of the process collector main registers
+// next to them (process_start_time_seconds, ...).
 func syncerMetricNames(t *testing.T) map[string]bool {
 	t.Helper()
 	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	rec := &recordingRegisterer{Registerer: reg, names: map[string]bool{}}
 	m := metrics.New(rec)
 	m.APIRequests.WithLabelValues("upstream", "GET", "200").Inc()
@@ -343,8 +348,10 @@ func syncerMetricNames(t *testing.T) map[string]bool {
 	m.InformersSynced.WithLabelValues("upstream").Set(1)
 	m.SyncLatency.WithLabelValues(metrics.Downsync, "configmaps").Observe(0.1)
 	m.Reachable.WithLabelValues("upstream").Set(1)
-	m.ClientRequestLatency.WithLabelValues("host", "GET").Observe(0.1)
-	m.ClientRateLimiterLatency.WithLabelValues("host", "GET").Observe(0.1)
+	m.ClientRequests.WithLabelValues("200", "GET", "host").Inc()
+	m.ClientRequestLatency.WithLabelValues("GET", "host").Observe(0.1)
+	m.ClientRateLimiterLatency.WithLabelValues("GET", "host").Observe(0.1)
+	m.LastHeartbeat.SetToCurrentTime()
 	m.SetObjectCounter(func(add func(direction, resource string, n int)) { add(metrics.Downsync, "configmaps", 1) })
 	q := m.WorkqueueProvider()
 	q.NewDepthMetric("downsync").Inc()
@@ -389,10 +396,13 @@ func syncerMetricNames(t *testing.T) map[string]bool {
 	return names
 }
 
-var metricName = regexp.MustCompile(`kubestellar_syncer_[a-z_]+`)
+// metricName matches the names of the syncer's metrics: its own, client-go's under the names
+// Kubernetes components give them, and the process collector's.
+var metricName = regexp.MustCompile(`\b(?:kubestellar_syncer|workqueue|rest_client|process)_[a-z_]+`)
 
-// TestMonitoringNamesExistingMetrics: every kubestellar_syncer_ name in the dashboard and the rules
-// (queries, and the hints in annotations and comments) is a series the syncer exposes.
+// TestMonitoringNamesExistingMetrics: every name of the syncer's metrics (kubestellar_syncer_*,
+// workqueue_*, rest_client_*, process_*) in the dashboard and the rules (queries, and the hints in
+// annotations and comments) is a series the syncer exposes.
 func TestMonitoringNamesExistingMetrics(t *testing.T) {
 	known := syncerMetricNames(t)
 	checked := 0
@@ -402,7 +412,7 @@ func TestMonitoringNamesExistingMetrics(t *testing.T) {
 			used[name] = true
 		}
 		if len(used) == 0 {
-			t.Errorf("%s names no kubestellar_syncer_ metric", file)
+			t.Errorf("%s names no metric of the syncer", file)
 		}
 		var unknown []string
 		for name := range used {

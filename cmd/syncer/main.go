@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	clientmetrics "k8s.io/client-go/tools/metrics"
 	"k8s.io/client-go/tools/record"
+	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/kubestellar/syncer/cmd/syncer/options"
@@ -64,7 +65,7 @@ func main() {
 	case done:
 		return
 	}
-	if err := run(opts); err != nil {
+	if err := run(opts, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "syncer:", err)
 		klog.Flush()
 		os.Exit(1)
@@ -93,11 +94,8 @@ func parseFlags(args []string, stdout, stderr io.Writer) (opts *options.Options,
 	return opts, false, nil
 }
 
-func run(opts *options.Options) error {
-	if err := opts.Complete(); err != nil {
-		return err
-	}
-	if err := opts.Validate(); err != nil {
+func run(opts *options.Options, stdout, stderr io.Writer) error {
+	if err := prepare(opts, stdout, stderr); err != nil {
 		return err
 	}
 	http2HealthChecks()
@@ -162,6 +160,24 @@ func run(opts *options.Options) error {
 	err = runAll(ctx, append(components, engine)...)
 	logger.Info("Syncer stopped")
 	return err
+}
+
+// prepare completes and validates the options, then configures klog's process-wide logger from the
+// logging flags (--logging-format, -v, --vmodule), the way Kubernetes components do
+// (k8s.io/component-base/logs/api/v1): once, here, before anything logs. Logs go to stderr, whatever
+// the format; stdout is given for component-base's split-stream options, which the syncer does not
+// enable.
+func prepare(opts *options.Options, stdout, stderr io.Writer) error {
+	if err := opts.Complete(); err != nil {
+		return err
+	}
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	if err := logsapi.ValidateAndApplyWithOptions(opts.Logs, &logsapi.LoggingOptions{ErrorStream: stderr, InfoStream: stdout}, nil); err != nil {
+		return fmt.Errorf("logging: %w", err)
+	}
+	return nil
 }
 
 // servers are the metrics and health-probe servers the flags ask for.

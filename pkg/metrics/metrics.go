@@ -20,6 +20,15 @@ import (
 
 const namespace = "kubestellar_syncer"
 
+// Sides: the apiservers the syncer talks to, the values of the side label.
+const (
+	Upstream   = "upstream"
+	Downstream = "downstream"
+)
+
+// Sides are both sides, upstream first.
+var Sides = []string{Upstream, Downstream}
+
 // Directions of work.
 const (
 	Downsync = "downsync"
@@ -38,7 +47,16 @@ const (
 	Loop = "loop"
 )
 
-// Metrics are the syncer's metrics, registered on one registry.
+// successCodes are the verbs Verb names, each with the HTTP code its success usually has: the
+// api_requests_total series that exist at 0 from the start, so that rate() over them is 0, not
+// empty, before the first request.
+var successCodes = map[string]string{
+	"GET": "200", "LIST": "200", "WATCH": "200", "CREATE": "201", "UPDATE": "200", "PATCH": "200", "DELETE": "200", "DISCOVERY": "200",
+}
+
+// Metrics are the syncer's metrics, registered on one registry. The syncer's own are named
+// kubestellar_syncer_*; client-go's workqueue and REST client metrics have the names Kubernetes
+// components give them (workqueue_*, rest_client_*), so that the dashboards made for those work.
 type Metrics struct {
 	// APIRequests counts requests sent to an apiserver by side, verb (GET, LIST, WATCH, CREATE,
 	// UPDATE, PATCH, DELETE, DISCOVERY) and HTTP code ("error" when no response came back).
@@ -52,14 +70,21 @@ type Metrics struct {
 	// SyncLatency is the time from observing a change (the first event that enqueued an object) to
 	// the write that applied it, by direction and resource.
 	SyncLatency *prometheus.HistogramVec
-	// Reachable is 1 while the last request to a side got an HTTP response, 0 after a transport error.
+	// Reachable is 0 while a side is known to be unreachable (the last request to it got no HTTP
+	// response, or one has waited longer than HungAfter), else 1: a side not asked yet counts as
+	// reachable, as in Reachability.
 	Reachable *prometheus.GaugeVec
 	// Leader is 1 while this process is the leader (or runs without leader election).
 	Leader prometheus.Gauge
-	// LastHeartbeat is the Unix time of the last heartbeat written upstream.
-	LastHeartbeat prometheus.Gauge
-	// ClientRequestLatency and ClientRateLimiterLatency come from client-go's metrics hooks, by host
-	// and verb: time spent on requests, and time requests waited for the client-side rate limiter.
+	// LastHeartbeat is the Unix time of the last heartbeat written upstream; absent until the first
+	// (a standby writes none).
+	LastHeartbeat *Timestamp
+	// ClientRequests, ClientRequestLatency and ClientRateLimiterLatency come from client-go's
+	// metrics hooks, named and labelled as Kubernetes components name them: requests by HTTP code,
+	// method and host (rest_client_requests_total), time spent on requests
+	// (rest_client_request_duration_seconds), and time requests waited for the client-side rate
+	// limiter (rest_client_rate_limiter_duration_seconds), by verb and host.
+	ClientRequests           *prometheus.CounterVec
 	ClientRequestLatency     *prometheus.HistogramVec
 	ClientRateLimiterLatency *prometheus.HistogramVec
 
@@ -92,7 +117,18 @@ type queueMetrics struct {
 	latency, workDuration      *prometheus.HistogramVec
 }
 
-// New creates the metrics and registers them on reg.
+// restClientBuckets are Kubernetes' buckets for the rest_client_*_duration_seconds histograms, and
+// workqueueBuckets its buckets for the workqueue_*_duration_seconds ones: the same buckets as every
+// Kubernetes component, so that quantiles compare.
+var (
+	restClientBuckets = []float64{0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0}
+	workqueueBuckets  = prometheus.ExponentialBuckets(10e-9, 10, 10)
+)
+
+// New creates the metrics and registers them on reg. The series of closed label sets that do not
+// depend on the configuration exist from the start: reachable (1) and informers_running and
+// informers_synced (0) for both sides, api_requests_total (0) for each side and verb with its usual
+// success code, and leader (0), so that rate() and absent() work on them before anything happens.
 func New(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		APIRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "api_requests_total",
@@ -107,41 +143,73 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help:    "Time from observing a change to the write that applied it, by direction and resource.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}, []string{"direction", "resource"}),
 		Reachable: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "reachable",
-			Help: "1 while the last request to a side got an HTTP response, 0 after a transport error."}, []string{"side"}),
+			Help: "0 while a side is unreachable (the last request got no HTTP response, or one has waited over 10s), else 1 (also before the first request)."},
+			[]string{"side"}),
 		Leader: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "leader",
 			Help: "1 while this process leads (always 1 without --leader-elect)."}),
-		LastHeartbeat: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "last_heartbeat_timestamp_seconds",
-			Help: "Unix time of the last heartbeat written to the SyncerConfigs upstream."}),
-		ClientRequestLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "rest_client_request_duration_seconds",
-			Help: "Request latency seen by client-go, by host and verb.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}, []string{"host", "verb"}),
-		ClientRateLimiterLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "rest_client_rate_limiter_duration_seconds",
-			Help: "Time requests waited for client-go's client-side rate limiter (--qps, --burst), by host and verb.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}, []string{"host", "verb"}),
+		LastHeartbeat: newTimestamp(prometheus.GaugeOpts{Namespace: namespace, Name: "last_heartbeat_timestamp_seconds",
+			Help: "Unix time of the last heartbeat written to the SyncerConfigs upstream; absent until the first (a standby writes none)."}),
+		ClientRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rest_client_requests_total",
+			Help: "Number of HTTP requests, partitioned by status code, method, and host."}, []string{"code", "method", "host"}),
+		ClientRequestLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "rest_client_request_duration_seconds",
+			Help: "Request latency in seconds. Broken down by verb, and host.", Buckets: restClientBuckets}, []string{"verb", "host"}),
+		ClientRateLimiterLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "rest_client_rate_limiter_duration_seconds",
+			Help: "Client side rate limiter latency in seconds. Broken down by verb, and host.", Buckets: restClientBuckets}, []string{"verb", "host"}),
 		objects: &objectsCollector{desc: prometheus.NewDesc(namespace+"_objects_managed",
 			"Objects the syncer manages, by direction (downsync: owned edge objects; upsync: upstream copies) and resource.", []string{"direction", "resource"}, nil)},
 		reach:    map[string]reachability{},
 		inflight: map[string]map[*http.Request]time.Time{},
 	}
+	// client-go's workqueue metrics, with the names, help and buckets Kubernetes components give them
+	// (k8s.io/component-base/metrics/prometheus/workqueue), on this registry.
 	q := &m.queue
-	q.depth = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Subsystem: "workqueue", Name: "depth",
-		Help: "Current depth of the workqueue."}, []string{"name"})
-	q.adds = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Subsystem: "workqueue", Name: "adds_total",
-		Help: "Adds handled by the workqueue."}, []string{"name"})
-	q.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Subsystem: "workqueue", Name: "queue_duration_seconds",
-		Help: "How long an item stays in the workqueue before being processed.", Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)}, []string{"name"})
-	q.workDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Subsystem: "workqueue", Name: "work_duration_seconds",
-		Help: "How long processing an item takes.", Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)}, []string{"name"})
-	q.unfinished = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Subsystem: "workqueue", Name: "unfinished_work_seconds",
-		Help: "Seconds of work in progress not yet observed by work_duration."}, []string{"name"})
-	q.longest = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Subsystem: "workqueue", Name: "longest_running_processor_seconds",
-		Help: "Seconds the longest running processor has been running."}, []string{"name"})
-	q.retries = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Subsystem: "workqueue", Name: "retries_total",
-		Help: "Retries handled by the workqueue."}, []string{"name"})
+	q.depth = prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: "workqueue", Name: "depth",
+		Help: "Current depth of workqueue"}, []string{"name"})
+	q.adds = prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "workqueue", Name: "adds_total",
+		Help: "Total number of adds handled by workqueue"}, []string{"name"})
+	q.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Subsystem: "workqueue", Name: "queue_duration_seconds",
+		Help: "How long in seconds an item stays in workqueue before being requested.", Buckets: workqueueBuckets}, []string{"name"})
+	q.workDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Subsystem: "workqueue", Name: "work_duration_seconds",
+		Help: "How long in seconds processing an item from workqueue takes.", Buckets: workqueueBuckets}, []string{"name"})
+	q.unfinished = prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: "workqueue", Name: "unfinished_work_seconds",
+		Help: "How many seconds of work has done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. " +
+			"One can deduce the number of stuck threads by observing the rate at which this increases."}, []string{"name"})
+	q.longest = prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: "workqueue", Name: "longest_running_processor_seconds",
+		Help: "How many seconds has the longest running processor for workqueue been running."}, []string{"name"})
+	q.retries = prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "workqueue", Name: "retries_total",
+		Help: "Total number of retries handled by workqueue"}, []string{"name"})
+
+	for _, side := range Sides {
+		m.Reachable.WithLabelValues(side).Set(1)
+		m.InformersRunning.WithLabelValues(side).Set(0)
+		m.InformersSynced.WithLabelValues(side).Set(0)
+		for verb, code := range successCodes {
+			m.APIRequests.WithLabelValues(side, verb, code)
+		}
+	}
 	reg.MustRegister(m.APIRequests, m.Writes, m.InformersRunning, m.InformersSynced, m.SyncLatency, reachableCollector{m}, m.Leader,
-		m.LastHeartbeat, m.ClientRequestLatency, m.ClientRateLimiterLatency, m.objects,
+		m.LastHeartbeat, m.ClientRequests, m.ClientRequestLatency, m.ClientRateLimiterLatency, m.objects,
 		q.depth, q.adds, q.latency, q.workDuration, q.unfinished, q.longest, q.retries,
 		buildInfo(version.Get()))
 	return m
 }
+
+// Timestamp is a gauge that holds a Unix time and is absent until it is first set: a time never
+// taken is not exported as 0 (1970), which would look like a stopped clock.
+type Timestamp struct{ vec *prometheus.GaugeVec }
+
+func newTimestamp(opts prometheus.GaugeOpts) *Timestamp {
+	return &Timestamp{vec: prometheus.NewGaugeVec(opts, nil)}
+}
+
+// SetToCurrentTime sets the timestamp to now; from then on it is exported.
+func (t *Timestamp) SetToCurrentTime() { t.vec.WithLabelValues().SetToCurrentTime() }
+
+// Describe implements prometheus.Collector.
+func (t *Timestamp) Describe(ch chan<- *prometheus.Desc) { t.vec.Describe(ch) }
+
+// Collect implements prometheus.Collector: nothing until the timestamp is first set.
+func (t *Timestamp) Collect(ch chan<- prometheus.Metric) { t.vec.Collect(ch) }
 
 // buildInfo is the gauge kubestellar_syncer_build_info, always 1, whose labels say what was built:
 // the version and git revision (as --version prints them) and the Go version. Its labels are
@@ -409,16 +477,24 @@ func Verb(method, path, watch string) string {
 }
 
 // ClientGoHooks returns adapters for client-go's process-wide metrics hooks
-// (k8s.io/client-go/tools/metrics.Register), recording on this registry. Register them once, in main.
+// (k8s.io/client-go/tools/metrics.Register), recording on this registry as Kubernetes components
+// record them (k8s.io/component-base/metrics/prometheus/restclient). Register them once, in main.
 func (m *Metrics) ClientGoHooks() clientmetrics.RegisterOpts {
 	return clientmetrics.RegisterOpts{
 		RequestLatency:     latencyAdapter{m.ClientRequestLatency},
 		RateLimiterLatency: latencyAdapter{m.ClientRateLimiterLatency},
+		RequestResult:      resultAdapter{m.ClientRequests},
 	}
 }
 
 type latencyAdapter struct{ h *prometheus.HistogramVec }
 
 func (a latencyAdapter) Observe(_ context.Context, verb string, u url.URL, latency time.Duration) {
-	a.h.WithLabelValues(u.Host, verb).Observe(latency.Seconds())
+	a.h.WithLabelValues(verb, u.Host).Observe(latency.Seconds())
+}
+
+type resultAdapter struct{ c *prometheus.CounterVec }
+
+func (a resultAdapter) Increment(_ context.Context, code, method, host string) {
+	a.c.WithLabelValues(code, method, host).Inc()
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +70,8 @@ func TestInstrumentTransportCounts(t *testing.T) {
 	}
 }
 
+// TestWorkqueueMetrics: client-go's workqueue metrics are recorded under the names Kubernetes
+// components give them (workqueue_*{name}), on the registry passed in, with Kubernetes' buckets.
 func TestWorkqueueMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := New(reg)
@@ -76,8 +80,19 @@ func TestWorkqueueMetrics(t *testing.T) {
 	defer q.ShutDown()
 	q.Add("a")
 	q.Add("b")
-	if got := testutil.ToFloat64(m.queue.depth.WithLabelValues("downsync")); got != 2 {
-		t.Errorf("depth = %v, want 2", got)
+	want := `
+# HELP workqueue_depth Current depth of workqueue
+# TYPE workqueue_depth gauge
+workqueue_depth{name="downsync"} 2
+# HELP workqueue_adds_total Total number of adds handled by workqueue
+# TYPE workqueue_adds_total counter
+workqueue_adds_total{name="downsync"} 2
+# HELP workqueue_retries_total Total number of retries handled by workqueue
+# TYPE workqueue_retries_total counter
+workqueue_retries_total{name="downsync"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "workqueue_depth", "workqueue_adds_total", "workqueue_retries_total"); err != nil {
+		t.Error(err)
 	}
 	item, _ := q.Get()
 	q.Done(item)
@@ -88,8 +103,86 @@ func TestWorkqueueMetrics(t *testing.T) {
 	if got := testutil.ToFloat64(m.queue.retries.WithLabelValues("downsync")); got != 1 {
 		t.Errorf("retries = %v, want 1", got)
 	}
-	if n, err := testutil.GatherAndCount(reg); err != nil || n == 0 {
-		t.Errorf("gather: %d %v", n, err)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, f := range families {
+		seen[f.GetName()] = true
+		if f.GetName() == "workqueue_queue_duration_seconds" {
+			var les []float64
+			for _, b := range f.GetMetric()[0].GetHistogram().GetBucket() {
+				les = append(les, b.GetUpperBound())
+			}
+			if want := prometheus.ExponentialBuckets(10e-9, 10, 10); fmt.Sprint(les) != fmt.Sprint(want) {
+				t.Errorf("queue duration buckets %v, want Kubernetes' %v", les, want)
+			}
+		}
+	}
+	for _, name := range []string{"workqueue_depth", "workqueue_adds_total", "workqueue_queue_duration_seconds", "workqueue_work_duration_seconds",
+		"workqueue_retries_total", "workqueue_unfinished_work_seconds", "workqueue_longest_running_processor_seconds"} {
+		if !seen[name] {
+			t.Errorf("%s not gathered", name)
+		}
+		if seen["kubestellar_syncer_"+name] {
+			t.Errorf("kubestellar_syncer_%s still gathered", name)
+		}
+	}
+}
+
+// TestSeriesFromTheStart: before anything happens, the series of closed label sets exist:
+// reachable 1 and the informer gauges 0 for both sides, api_requests_total 0 for each side and verb
+// (with its usual success code), leader 0, build_info; the heartbeat time is absent until the first
+// heartbeat is written, and so is it on a standby, which writes none.
+func TestSeriesFromTheStart(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg)
+	want := `
+# HELP kubestellar_syncer_informers_running Informers running, by side.
+# TYPE kubestellar_syncer_informers_running gauge
+kubestellar_syncer_informers_running{side="downstream"} 0
+kubestellar_syncer_informers_running{side="upstream"} 0
+# HELP kubestellar_syncer_informers_synced Informers whose cache has synced, by side.
+# TYPE kubestellar_syncer_informers_synced gauge
+kubestellar_syncer_informers_synced{side="downstream"} 0
+kubestellar_syncer_informers_synced{side="upstream"} 0
+# HELP kubestellar_syncer_leader 1 while this process leads (always 1 without --leader-elect).
+# TYPE kubestellar_syncer_leader gauge
+kubestellar_syncer_leader 0
+# HELP kubestellar_syncer_reachable 0 while a side is unreachable (the last request got no HTTP response, or one has waited over 10s), else 1 (also before the first request).
+# TYPE kubestellar_syncer_reachable gauge
+kubestellar_syncer_reachable{side="downstream"} 1
+kubestellar_syncer_reachable{side="upstream"} 1
+`
+	names := []string{"kubestellar_syncer_informers_running", "kubestellar_syncer_informers_synced", "kubestellar_syncer_leader",
+		"kubestellar_syncer_reachable", "kubestellar_syncer_last_heartbeat_timestamp_seconds"}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
+		t.Error(err)
+	}
+	var requests []string
+	for _, side := range []string{Upstream, Downstream} {
+		for _, vc := range []struct{ verb, code string }{{"GET", "200"}, {"LIST", "200"}, {"WATCH", "200"}, {"CREATE", "201"},
+			{"UPDATE", "200"}, {"PATCH", "200"}, {"DELETE", "200"}, {"DISCOVERY", "200"}} {
+			requests = append(requests, fmt.Sprintf("kubestellar_syncer_api_requests_total{code=%q,side=%q,verb=%q} 0", vc.code, side, vc.verb))
+		}
+	}
+	sort.Strings(requests)
+	want = "# HELP kubestellar_syncer_api_requests_total API requests sent by the syncer, by side, verb and HTTP status code.\n" +
+		"# TYPE kubestellar_syncer_api_requests_total counter\n" + strings.Join(requests, "\n") + "\n"
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "kubestellar_syncer_api_requests_total"); err != nil {
+		t.Error(err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "kubestellar_syncer_build_info"); err != nil || n != 1 {
+		t.Errorf("build_info: %d series, %v", n, err)
+	}
+
+	m.LastHeartbeat.SetToCurrentTime()
+	if n, err := testutil.GatherAndCount(reg, "kubestellar_syncer_last_heartbeat_timestamp_seconds"); err != nil || n != 1 {
+		t.Errorf("after a heartbeat: %d series, %v", n, err)
+	}
+	if v := testutil.ToFloat64(m.LastHeartbeat); v < float64(time.Now().Add(-time.Minute).Unix()) || v > float64(time.Now().Unix()+1) {
+		t.Errorf("last heartbeat %v, want now", v)
 	}
 }
 
@@ -142,18 +235,41 @@ kubestellar_syncer_objects_managed{direction="upsync",resource="policyreports.wg
 	}
 }
 
+// TestClientGoHooksAndLatency: client-go's hooks record the REST client metrics under the names and
+// labels Kubernetes components give them: rest_client_requests_total{code,method,host},
+// rest_client_request_duration_seconds{verb,host} and rest_client_rate_limiter_duration_seconds{verb,host},
+// with Kubernetes' buckets.
 func TestClientGoHooksAndLatency(t *testing.T) {
-	m := New(prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	m := New(reg)
 	hooks := m.ClientGoHooks()
 	u, _ := url.Parse("https://127.0.0.1:6443/api/v1/configmaps")
 	hooks.RateLimiterLatency.Observe(context.Background(), "GET", *u, 250*time.Millisecond)
 	hooks.RequestLatency.Observe(context.Background(), "GET", *u, 10*time.Millisecond)
-	if n := testutil.CollectAndCount(m.ClientRateLimiterLatency); n != 1 {
-		t.Errorf("rate limiter latency series = %d", n)
+	hooks.RequestResult.Increment(context.Background(), "200", "GET", u.Host)
+	hooks.RequestResult.Increment(context.Background(), "200", "GET", u.Host)
+	hooks.RequestResult.Increment(context.Background(), "<error>", "PATCH", u.Host)
+	want := `
+# HELP rest_client_requests_total Number of HTTP requests, partitioned by status code, method, and host.
+# TYPE rest_client_requests_total counter
+rest_client_requests_total{code="200",host="127.0.0.1:6443",method="GET"} 2
+rest_client_requests_total{code="<error>",host="127.0.0.1:6443",method="PATCH"} 1
+# HELP rest_client_rate_limiter_duration_seconds Client side rate limiter latency in seconds. Broken down by verb, and host.
+# TYPE rest_client_rate_limiter_duration_seconds histogram
+` + histogram("rest_client_rate_limiter_duration_seconds", `host="127.0.0.1:6443",verb="GET"`, restClientBuckets, 0.25) + `
+# HELP rest_client_request_duration_seconds Request latency in seconds. Broken down by verb, and host.
+# TYPE rest_client_request_duration_seconds histogram
+` + histogram("rest_client_request_duration_seconds", `host="127.0.0.1:6443",verb="GET"`, restClientBuckets, 0.01)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"rest_client_requests_total", "rest_client_rate_limiter_duration_seconds", "rest_client_request_duration_seconds"); err != nil {
+		t.Error(err)
 	}
-	if n := testutil.CollectAndCount(m.ClientRequestLatency); n != 1 {
-		t.Errorf("request latency series = %d", n)
+	for _, old := range []string{"kubestellar_syncer_rest_client_request_duration_seconds", "kubestellar_syncer_rest_client_rate_limiter_duration_seconds"} {
+		if n, _ := testutil.GatherAndCount(reg, old); n != 0 {
+			t.Errorf("%s still gathered", old)
+		}
 	}
+
 	m.SyncLatency.WithLabelValues(Downsync, "configmaps").Observe(0.02)
 	if n := testutil.CollectAndCount(m.SyncLatency); n != 1 {
 		t.Errorf("sync latency series = %d", n)
@@ -163,6 +279,20 @@ func TestClientGoHooksAndLatency(t *testing.T) {
 	if testutil.ToFloat64(m.Leader) != 1 || testutil.ToFloat64(m.LastHeartbeat) < 1e9 {
 		t.Error("leader / heartbeat gauges")
 	}
+}
+
+// histogram is the text exposition of a histogram with one observation v.
+func histogram(name, labels string, buckets []float64, v float64) string {
+	var b strings.Builder
+	for _, le := range buckets {
+		n := 0
+		if v <= le {
+			n = 1
+		}
+		fmt.Fprintf(&b, "%s_bucket{%s,le=\"%s\"} %d\n", name, labels, strconv.FormatFloat(le, 'g', -1, 64), n)
+	}
+	fmt.Fprintf(&b, "%s_bucket{%s,le=\"+Inf\"} 1\n%s_sum{%s} %v\n%s_count{%s} 1\n", name, labels, name, labels, v, name, labels)
+	return b.String()
 }
 
 // TestHungSideIsUnreachable: a request that has waited longer than HungAfter makes its side
@@ -199,7 +329,7 @@ func gatheredReachable(t *testing.T, m *Metrics) float64 {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(reachableCollector{m})
 	n, err := testutil.GatherAndCount(reg, "kubestellar_syncer_reachable")
-	if err != nil || n != 1 {
+	if err != nil || n != len(Sides) {
 		t.Fatalf("gathered %d series: %v", n, err)
 	}
 	return testutil.ToFloat64(m.Reachable.WithLabelValues("upstream"))

@@ -164,7 +164,7 @@ func TestRecoveryRetriesAtOnce(t *testing.T) {
 	}
 	// The outage lasts until each key has failed ten times: its backoff (20 ms, doubling) is past 10 s.
 	eventually(t, 90*time.Second, "ten failed attempts per key", func() (bool, string) {
-		n := p.metrics()[`kubestellar_syncer_workqueue_retries_total{name="downsync"}`]
+		n := p.metrics()[`workqueue_retries_total{name="downsync"}`]
 		return n >= 30, fmt.Sprintf("%v retries", n)
 	})
 	px.start()

@@ -76,14 +76,14 @@ func FreeAddr() (string, error) {
 func Busy(m map[string]float64) []string {
 	queues := map[string]bool{}
 	for k := range m {
-		if name, ok := queueName(k, "kubestellar_syncer_workqueue_depth{"); ok {
+		if name, ok := queueName(k, "workqueue_depth{"); ok {
 			queues[name] = true
 		}
 	}
 	var busy []string
 	for name := range queues {
-		depth := m[fmt.Sprintf("kubestellar_syncer_workqueue_depth{name=%q}", name)]
-		unfinished := m[fmt.Sprintf("kubestellar_syncer_workqueue_unfinished_work_seconds{name=%q}", name)]
+		depth := m[fmt.Sprintf("workqueue_depth{name=%q}", name)]
+		unfinished := m[fmt.Sprintf("workqueue_unfinished_work_seconds{name=%q}", name)]
 		if depth != 0 || unfinished != 0 {
 			busy = append(busy, fmt.Sprintf("%s: depth %v, in progress %vs", name, depth, unfinished))
 		}
@@ -108,7 +108,7 @@ func Activity(m map[string]float64) float64 {
 	total := 0.0
 	for k, v := range m {
 		switch {
-		case strings.HasPrefix(k, "kubestellar_syncer_workqueue_adds_total{"),
+		case strings.HasPrefix(k, "workqueue_adds_total{"),
 			strings.HasPrefix(k, "kubestellar_syncer_writes_total{"),
 			strings.HasPrefix(k, "kubestellar_syncer_api_requests_total{") && !strings.Contains(k, `verb="WATCH"`):
 			total += v

@@ -9,17 +9,17 @@ import (
 	"time"
 )
 
-const exposition = `# TYPE kubestellar_syncer_workqueue_depth gauge
-kubestellar_syncer_workqueue_depth{name="downsync"} 0
-kubestellar_syncer_workqueue_depth{name="status"} 2
-kubestellar_syncer_workqueue_depth{name="upsync"} 0
-# TYPE kubestellar_syncer_workqueue_unfinished_work_seconds gauge
-kubestellar_syncer_workqueue_unfinished_work_seconds{name="downsync"} 0
-kubestellar_syncer_workqueue_unfinished_work_seconds{name="status"} 0
-kubestellar_syncer_workqueue_unfinished_work_seconds{name="upsync"} 0.5
-# TYPE kubestellar_syncer_workqueue_adds_total counter
-kubestellar_syncer_workqueue_adds_total{name="downsync"} 10
-kubestellar_syncer_workqueue_adds_total{name="status"} 5
+const exposition = `# TYPE workqueue_depth gauge
+workqueue_depth{name="downsync"} 0
+workqueue_depth{name="status"} 2
+workqueue_depth{name="upsync"} 0
+# TYPE workqueue_unfinished_work_seconds gauge
+workqueue_unfinished_work_seconds{name="downsync"} 0
+workqueue_unfinished_work_seconds{name="status"} 0
+workqueue_unfinished_work_seconds{name="upsync"} 0.5
+# TYPE workqueue_adds_total counter
+workqueue_adds_total{name="downsync"} 10
+workqueue_adds_total{name="status"} 5
 # TYPE kubestellar_syncer_api_requests_total counter
 kubestellar_syncer_api_requests_total{code="200",side="upstream",verb="LIST"} 3
 kubestellar_syncer_api_requests_total{code="200",side="upstream",verb="WATCH"} 100
@@ -58,8 +58,8 @@ func (f *fakeSyncer) scrape() (map[string]float64, error) {
 		f.lastChange = now
 	}
 	return map[string]float64{
-		`kubestellar_syncer_workqueue_depth{name="downsync"}`:      f.depth,
-		`kubestellar_syncer_workqueue_adds_total{name="downsync"}`: f.adds,
+		`workqueue_depth{name="downsync"}`:      f.depth,
+		`workqueue_adds_total{name="downsync"}`: f.adds,
 	}, nil
 }
 

@@ -4,16 +4,17 @@ package options
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/klog/v2"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
 
 	"github.com/kubestellar/syncer/pkg/mapping"
 )
@@ -50,7 +51,24 @@ type Options struct {
 	// PrintVersion is --version: print the build's version line and exit.
 	PrintVersion bool
 
-	klogFlags *flag.FlagSet
+	// Logs is the logging configuration of Kubernetes components (k8s.io/component-base):
+	// --logging-format, -v, --vmodule, --log-flush-frequency. main applies it, once, to klog.
+	Logs *logsapi.LoggingConfiguration
+}
+
+// LoggingFormats are the values --logging-format takes: klog's text (the default) and JSON.
+var LoggingFormats = []string{logsapi.DefaultLogFormat, logsapi.JSONLogFormat}
+
+// logFlags names the flag behind each field of the logging configuration, for Validate's messages.
+var logFlags = map[string]string{
+	"format":                      "--logging-format",
+	"verbosity":                   "-v",
+	"vmodule":                     "--vmodule",
+	"flushFrequency":              "--log-flush-frequency",
+	"options.text.splitStream":    "--log-text-split-stream",
+	"options.text.infoBufferSize": "--log-text-info-buffer-size",
+	"options.json.splitStream":    "--log-json-split-stream",
+	"options.json.infoBufferSize": "--log-json-info-buffer-size",
 }
 
 // NewOptions returns the defaults.
@@ -70,10 +88,13 @@ func NewOptions() *Options {
 		LeaderElectRetryPeriod:   2 * time.Second,
 		DiscoveryRefreshPeriod:   5 * time.Minute,
 		ConflictRecheckPeriod:    time.Minute,
+
+		Logs: logsapi.NewLoggingConfiguration(),
 	}
 }
 
-// AddFlags registers the flags, klog's among them (-v, --vmodule, ...).
+// AddFlags registers the flags, the logging flags of Kubernetes components among them
+// (--logging-format, -v, --vmodule, --log-flush-frequency).
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.FromKubeconfig, "from-kubeconfig", o.FromKubeconfig, "Kubeconfig of the upstream (mailbox workspace). Required.")
 	fs.StringVar(&o.FromContext, "from-context", o.FromContext, "Context in --from-kubeconfig to use (default: its current context).")
@@ -113,9 +134,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		_ = fs.MarkDeprecated(alias.old, "use --"+alias.current+" instead")
 	}
 
-	o.klogFlags = flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(o.klogFlags)
-	fs.AddGoFlagSet(o.klogFlags)
+	logsapi.AddFlags(o.Logs, fs)
+	fs.Lookup("logging-format").Usage = "Log format: text (klog's, the default) or json (one JSON object per line)."
+	fs.Lookup("v").Usage = "Log verbosity: 0 lifecycle and problems, 2 each change applied, 4 skips and why, 5 enqueues and heartbeats, 6 and up client-go's requests."
+	// The alpha options need the LoggingAlphaOptions feature gate, which the syncer does not offer:
+	// accepted (and refused by Validate), but not shown.
+	for _, name := range []string{"log-text-split-stream", "log-text-info-buffer-size", "log-json-split-stream", "log-json-info-buffer-size"} {
+		_ = fs.MarkHidden(name)
+	}
 }
 
 // Complete fills in what follows from other flags.
@@ -160,10 +186,38 @@ func (o *Options) Validate() error {
 	if o.HeartbeatPeriod < 0 {
 		errs = append(errs, "--heartbeat-period must not be negative")
 	}
+	errs = append(errs, o.validateLogs()...)
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// validateLogs checks the logging configuration as component-base will when main applies it, and
+// words each problem with the flag that caused it.
+func (o *Options) validateLogs() []string {
+	var errs []string
+	known := slices.Contains(LoggingFormats, o.Logs.Format)
+	if !known {
+		errs = append(errs, fmt.Sprintf("--logging-format must be one of %s (got %q)", strings.Join(LoggingFormats, ", "), o.Logs.Format))
+	}
+	for _, e := range logsapi.Validate(o.Logs, nil, nil) {
+		if !known && e.Field == "format" {
+			continue // said above
+		}
+		name := e.Field
+		for field, flag := range logFlags {
+			if e.Field == field || strings.HasPrefix(e.Field, field+"[") {
+				name = flag
+			}
+		}
+		detail := e.Detail
+		if detail == "" {
+			detail = e.ErrorBody()
+		}
+		errs = append(errs, name+": "+detail)
+	}
+	return errs
 }
 
 // RESTConfigs loads the two kubeconfigs. Errors name the flag and the file, in one line.
