@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The demo of `make demo`: on the local control plane (`make testenv`), create a workload upstream,
-# bootstrap the syncer with `kubectl kubestellar syncer-gen` and its manifest, add a SyncerConfig,
-# run the syncer with the generated identities, and watch the workload arrive
+# bootstrap the syncer with `kubectl kubestellar syncer-gen` and its manifest (and Helm values), add a
+# SyncerConfig, run the syncer with the generated identities, and watch the workload arrive
 # downstream, its status come back upstream, an update and a deletion follow it, and an object
-# created at the edge is upsynced.
+# created at the edge is upsynced and its deletion followed (with the UpsyncDeleted Event upstream);
+# then the syncer's /readyz and /metrics, its conditions and its log, and it is stopped. Headings are
+# bold on a terminal only: piped or redirected, the output has no escape codes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KUBECTL=${KUBECTL:-$E2E_BIN/kubectl}
@@ -21,7 +23,8 @@ U=(--kubeconfig "$upcfg" --cache-dir .testenv/kubectl-cache-up)
 D=(--kubeconfig .testenv/downstream.kubeconfig --cache-dir .testenv/kubectl-cache-down)
 up() { "$KUBECTL" "${U[@]}" "$@"; }
 down() { "$KUBECTL" "${D[@]}" "$@"; }
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+if [ -t 1 ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold='' plain=''; fi
+say() { printf '\n%s== %s%s\n' "$bold" "$*" "$plain"; }
 waitfor() { # description, command...
   local what=$1; shift
   for _ in $(seq 1 300); do if "$@" >/dev/null 2>&1; then return 0; fi; sleep 0.1; done
@@ -35,8 +38,10 @@ up -n demo create deployment web --image=registry.invalid/web:1 --replicas=2 --d
 
 say "Bootstrap: kubectl kubestellar syncer-gen against the mailbox (creates the syncer's identity, installs the SyncerConfig CRD unless it is served)"
 PATH="$PWD/bin:$PATH" "$KUBECTL" kubestellar syncer-gen demo --syncer-image registry.invalid/kubestellar-syncer:demo \
-  -o .testenv/demo-syncer.yaml --kubeconfig "$upcfg"
+  -o .testenv/demo-syncer.yaml --helm-values .testenv/demo-values.yaml --kubeconfig "$upcfg" --requests-cpu 50m
 id=$(sed -n 's/^# KubeStellar syncer "\(.*\)" for sync target.*/\1/p' .testenv/demo-syncer.yaml)
+echo "The same syncer as values of the Helm chart charts/kubestellar-syncer (.testenv/demo-values.yaml), in part:"
+awk '/^[^ #]/ { show = ($1 == "syncTarget:" || $1 == "image:" || $1 == "resources:") } show' .testenv/demo-values.yaml
 
 say "Upstream: the SyncerConfig (manifests/examples/syncerconfig-demo.yaml)"
 cat manifests/examples/syncerconfig-demo.yaml
@@ -63,7 +68,19 @@ mapfile -t args < <(down -n "$id" get deployment "$id" -o go-template='{{range (
 printf '  %s\n' "${args[@]}"
 bin/syncer "${args[@]}" --to-kubeconfig "$EK" --leader-elect-resource-namespace "$id" > .testenv/syncer.log 2>&1 &
 syncer=$!
-trap 'kill $syncer 2>/dev/null; wait $syncer 2>/dev/null || true' EXIT
+echo "syncer started (pid $syncer)"
+stop_syncer() { # idempotent: at the end, and on any exit before it
+  [ -n "${syncer:-}" ] || return 0
+  say "Stopping the syncer (pid $syncer); the control plane keeps running"
+  kill "$syncer" 2>/dev/null || true
+  wait "$syncer" 2>/dev/null || true
+  syncer=''
+  echo "syncer stopped; its last log line:"
+  tail -n 1 .testenv/syncer.log | sed -E 's/^[^]]*\] //'
+}
+trap stop_syncer EXIT
+# served: the address the syncer logged for "Serving <what>" (its ports are chosen at start).
+served() { sed -n -E "s/.*Serving $1.*address\"?[:=]\"([^\"]+)\".*/\1/p" .testenv/syncer.log | tail -n 1; }
 
 say "Downstream (edge cluster): the workload arrives"
 waitfor "the Deployment downstream" down -n demo get deployment web
@@ -103,11 +120,27 @@ up -n demo get configmap edge-report -o jsonpath='{"upstream after the edge upda
 down -n demo delete configmap edge-report
 waitfor "the upsynced deletion" bash -c "! '$KUBECTL' ${U[*]} -n demo get configmap edge-report"
 echo "deleted at the edge: gone upstream"
+say "Upstream: the Event the syncer recorded on the deleted copy"
+waitfor "the UpsyncDeleted Event" bash -c "'$KUBECTL' ${U[*]} -n demo get events --field-selector reason=UpsyncDeleted -o name | grep -q ."
+up -n demo get events --field-selector reason=UpsyncDeleted -o custom-columns='TYPE:.type,REASON:.reason,OBJECT:.involvedObject.kind,NAME:.involvedObject.name,MESSAGE:.message'
 
 say "Upstream: the syncer's heartbeat and conditions on the SyncerConfig"
 up get escfg
 up get escfg demo -o jsonpath='{range .status.conditions[*]}{.type}={.status} ({.reason}): {.message}{"\n"}{end}'
 
+say "The syncer's health and metrics (addresses from its log)"
+waitfor "the syncer's addresses in its log" bash -c "grep -q 'Serving health probes' .testenv/syncer.log && grep -q 'Serving metrics' .testenv/syncer.log"
+health=$(served 'health probes') metrics=$(served metrics)
+if command -v curl >/dev/null; then
+  code=$(curl -sS -o .testenv/demo-readyz.txt -w '%{http_code}' "http://$health/readyz")
+  echo "GET http://$health/readyz: HTTP $code, $(cat .testenv/demo-readyz.txt)"
+  echo "GET http://$metrics/metrics, some kubestellar_syncer_ series:"
+  curl -sS "http://$metrics/metrics" | grep -E '^kubestellar_syncer_(leader|reachable|informers_synced|writes_total)' | sed -n '1,12p'
+else
+  echo "(no curl: see http://$health/readyz and http://$metrics/metrics)"
+fi
+
 say "Syncer log, changes only (-v=2):"
-grep -E '"(Created|Updated|Deleted) downstream object"|"Returned status upstream"|"Upsynced"|"Deleted upsynced copy upstream"' .testenv/syncer.log | sed -E 's/^[^]]*\] //' | head -30
+grep -E '"(Created|Updated|Deleted) downstream object"|"Returned status upstream"|"Upsynced"|"Deleted upsynced copy upstream"' .testenv/syncer.log | sed -E 's/^[^]]*\] //' | sed -n '1,30p'
+stop_syncer
 say "Done. The control plane keeps running: try kubectl ${U[*]} ... / ${D[*]} ...; stop it with make testenv-down"

@@ -11,8 +11,19 @@ import (
 	"testing"
 )
 
-// TestHelpAndVersionOnStdout: --help and -h print the description, the usage and the flags on
-// stdout, --version one line; each succeeds (exit 0) and nothing goes to stderr.
+// TestMain makes the test binary the plugin when a test runs it under one of the plugin's names
+// (see execDir).
+func TestMain(m *testing.M) {
+	if os.Getenv(asPluginEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestHelpAndVersionOnStdout: --help and -h print the description, the usage and the flags (the
+// plugin's, then kubectl's connection flags, then the completion command) on stdout, --version one
+// line; each succeeds (exit 0) and nothing goes to stderr.
 func TestHelpAndVersionOnStdout(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"-h"}, {"florin", "--help"}} {
 		var stdout, stderr bytes.Buffer
@@ -22,7 +33,10 @@ func TestHelpAndVersionOnStdout(t *testing.T) {
 		out := stdout.String()
 		if !strings.HasPrefix(out, "kubectl kubestellar syncer-gen bootstraps a KubeStellar syncer") ||
 			!strings.Contains(out, "\n\nUsage:\n  kubectl kubestellar syncer-gen <sync-target-name>") || !strings.Contains(out, "--output-file") ||
-			!strings.Contains(out, "--version") {
+			!strings.Contains(out, "--version") || !strings.Contains(out, "--helm-values") || !strings.Contains(out, "--requests-cpu") ||
+			!strings.Contains(out, "\nConnection flags (kubectl's") || !strings.Contains(out, "--request-timeout string") ||
+			!strings.Contains(out, `(default "15s")`) || !strings.Contains(out, "  -s, --server") || !strings.Contains(out, "--as-group") ||
+			!strings.Contains(out, "\nCommands:\n  completion bash|zsh|fish|powershell") || strings.Contains(out, "--cache-dir") {
 			t.Errorf("%v: stdout does not begin with the description, the usage and the flags:\n%s", args, out)
 		}
 		if stderr.Len() != 0 {

@@ -52,6 +52,8 @@ type Options struct {
 	Verbosity     int
 	Lifetime      time.Duration
 	RBAC          string
+	// Resources are the syncer container's requests and limits; nil means DefaultResources.
+	Resources *Resources
 }
 
 // Validate reports every problem with the options at once.
@@ -75,10 +77,21 @@ func (o *Options) Validate() error {
 	if o.QPS <= 0 || o.Burst <= 0 {
 		errs = append(errs, "--qps and --burst must be positive")
 	}
+	if _, err := o.requirements(); err != nil {
+		errs = append(errs, err.Error())
+	}
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// requirements are the container's resources the options ask for.
+func (o *Options) requirements() (corev1.ResourceRequirements, error) {
+	if o.Resources == nil {
+		return defaultRequirements(), nil
+	}
+	return o.Resources.Requirements()
 }
 
 // SyncerID is stable for a sync target name and an upstream endpoint (server URL, which in kcp
@@ -102,6 +115,9 @@ type Result struct {
 	Namespace string
 	UID       string
 	Manifest  []byte
+	// HelmValues are the values of the chart charts/kubestellar-syncer for the same syncer (see
+	// Edge.HelmValues).
+	HelmValues []byte
 }
 
 // FieldManager is the field manager of everything syncer-gen applies upstream.
@@ -110,16 +126,15 @@ const FieldManager = managedByValue
 // tokenExpiresAnnotation on the upstream token Secret tells when its token expires.
 const tokenExpiresAnnotation = "edge.kubestellar.io/token-expires"
 
-// Run creates or updates the syncer's identity upstream and renders the edge manifest. Progress
-// goes to out.
+// Run creates or updates the syncer's identity upstream and renders the edge manifest and the Helm
+// values. Progress goes to out. cfg.Timeout bounds every request: the plugin sets it from
+// --request-timeout, 15 s unless given, so that it never hangs on an unusable endpoint (kubestellar
+// issue 1310); 0 means no bound.
 func Run(ctx context.Context, cfg *rest.Config, opts Options, out io.Writer) (*Result, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = rest.CopyConfig(cfg)
-	if cfg.Timeout == 0 {
-		cfg.Timeout = 15 * time.Second // never hang on an unusable endpoint (kubestellar issue 1310)
-	}
 	ca := cfg.CAData
 	if len(ca) == 0 && cfg.CAFile != "" {
 		var err error
@@ -211,14 +226,22 @@ func run(ctx context.Context, up upstream, opts Options, out io.Writer) (*Result
 	if edgeNS == "" {
 		edgeNS = id
 	}
+	resources, err := opts.requirements()
+	if err != nil {
+		return nil, err // Validate checked them
+	}
 	edge := Edge{ID: id, Namespace: edgeNS, SyncTargetName: opts.Name, SyncTargetUID: string(sa.UID), Image: opts.Image,
 		Replicas: opts.Replicas, QPS: opts.QPS, Burst: opts.Burst, Verbosity: opts.Verbosity, Rules: DownstreamRules(opts.RBAC, configs),
-		UpstreamServer: up.host, UpstreamCA: up.ca, UpstreamToken: tr.Status.Token, UpstreamContext: ns}
+		Resources: &resources, UpstreamServer: up.host, UpstreamCA: up.ca, UpstreamToken: tr.Status.Token, UpstreamContext: ns}
 	manifest, err := edge.Manifest()
 	if err != nil {
 		return nil, err
 	}
-	return &Result{ID: id, Namespace: edgeNS, UID: string(sa.UID), Manifest: manifest}, nil
+	values, err := edge.HelmValues()
+	if err != nil {
+		return nil, err
+	}
+	return &Result{ID: id, Namespace: edgeNS, UID: string(sa.UID), Manifest: manifest, HelmValues: values}, nil
 }
 
 // policyRules are rules as apply configurations.

@@ -8,7 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -46,6 +45,8 @@ type Edge struct {
 	UpstreamCA      []byte
 	UpstreamToken   string
 	UpstreamContext string // namespace of the kubeconfig context
+	// Resources of the syncer container; nil means syncer-gen's defaults (DefaultResources).
+	Resources *corev1.ResourceRequirements
 }
 
 // SyncerArgs are the syncer's arguments in the Deployment; the image's ENTRYPOINT is the syncer.
@@ -71,6 +72,14 @@ func (e Edge) Kubeconfig() ([]byte, error) {
 	cfg.Contexts["upstream"] = &clientcmdapi.Context{Cluster: "upstream", AuthInfo: "syncer", Namespace: e.UpstreamContext}
 	cfg.CurrentContext = "upstream"
 	return runtime.Encode(clientcmdlatest.Codec, cfg)
+}
+
+// resources are the container's requests and limits.
+func (e Edge) resources() corev1.ResourceRequirements {
+	if e.Resources == nil {
+		return defaultRequirements()
+	}
+	return *e.Resources.DeepCopy()
 }
 
 func (e Edge) labels() map[string]string {
@@ -136,10 +145,7 @@ func (e Edge) Objects() ([]runtime.Object, error) {
 							LivenessProbe:            probe("/healthz", 10),
 							ReadinessProbe:           probe("/readyz", 5),
 							TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-							Resources: corev1.ResourceRequirements{
-								Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
-								Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
-							},
+							Resources:                e.resources(),
 							SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true), Privileged: ptr.To(false),
 								Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 							VolumeMounts: []corev1.VolumeMount{{Name: "kubestellar-config", MountPath: KubeconfigMount, ReadOnly: true}},

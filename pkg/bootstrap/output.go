@@ -14,6 +14,12 @@ import (
 // as they are); a new one is created exclusively and removed at once, so that no stray file is left
 // when the run fails later. The error is one line naming the path and the reason.
 func CheckWritable(path string) error {
+	return CheckWritableFor(path, "the manifest", "-o")
+}
+
+// CheckWritableFor is CheckWritable for another output: what names its content in the error, flag
+// the flag that names the path (CheckWritableFor(path, "the Helm values", "--helm-values")).
+func CheckWritableFor(path, what, flag string) error {
 	if path == "-" {
 		return nil
 	}
@@ -28,7 +34,7 @@ func CheckWritable(path string) error {
 		if errors.As(err, &pathErr) {
 			err = pathErr.Err // the message names the path already
 		}
-		return fmt.Errorf("cannot write the manifest to %s (-o): %w", path, err)
+		return fmt.Errorf("cannot write %s to %s (%s): %w", what, path, flag, err)
 	}
 	closeErr := f.Close()
 	if created {
@@ -37,7 +43,7 @@ func CheckWritable(path string) error {
 		}
 	}
 	if closeErr != nil {
-		return fmt.Errorf("cannot write the manifest to %s (-o): %w", path, closeErr)
+		return fmt.Errorf("cannot write %s to %s (%s): %w", what, path, flag, closeErr)
 	}
 	return nil
 }

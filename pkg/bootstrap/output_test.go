@@ -97,3 +97,13 @@ func listDir(t *testing.T, dir string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// TestCheckWritableFor names the output and its flag.
+func TestCheckWritableFor(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing", "values.yaml")
+	err := CheckWritableFor(path, "the Helm values", "--helm-values")
+	want := "cannot write the Helm values to " + path + " (--helm-values): no such file or directory"
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v, want %q", err, want)
+	}
+}

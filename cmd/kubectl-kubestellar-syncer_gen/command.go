@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubestellar/syncer/pkg/bootstrap"
+	"github.com/kubestellar/syncer/pkg/version"
+)
+
+// usage begins --help: what the plugin does, then how to call it; the flags follow.
+const usage = `kubectl kubestellar syncer-gen bootstraps a KubeStellar syncer: in the mailbox workspace the
+kubeconfig points at, it creates (or updates in place) the syncer's ServiceAccount, ClusterRole and
+ClusterRoleBinding, requests a fresh token for it and installs the SyncerConfig CRD when that API is
+not served; then it writes the manifest that runs the syncer in the edge cluster (namespace, RBAC,
+the upstream kubeconfig with that token, and a Deployment), and/or the values with which the Helm
+chart charts/kubestellar-syncer installs the same. It checks first that the endpoint answers, that
+the user may do all of this and that the output files can be written, and stops with one line
+before changing anything otherwise.
+
+Usage:
+  kubectl kubestellar syncer-gen <sync-target-name> --syncer-image <image> -o <file|-> [--helm-values <file|->] [flags]
+  kubectl kubestellar syncer-gen <sync-target-name> --syncer-image <image> --helm-values <file|-> [flags]
+  kubectl kubestellar syncer-gen completion bash|zsh|fish|powershell
+
+`
+
+// commandsHelp ends --help.
+const commandsHelp = `
+Commands:
+  completion bash|zsh|fish|powershell   Print the shell completion script of this binary. kubectl
+                                        completes ` + "`kubectl kubestellar syncer-gen`" + ` through the executable
+                                        kubectl_complete-kubestellar-syncer_gen (a link to this binary;
+                                        ` + "`make build`" + ` makes it in bin/): see the README.
+`
+
+// defaultRequestTimeout bounds each request unless --request-timeout is given: an unusable endpoint
+// is an error within seconds, not a hang (kubestellar issue 1310).
+const defaultRequestTimeout = "15s"
+
+// options are the plugin's flags.
+type options struct {
+	bootstrap.Options
+	resources bootstrap.Resources
+	// connection are kubectl's flags choosing the mailbox workspace and the credentials.
+	connection         *genericclioptions.ConfigFlags
+	output, helmValues string
+	version            bool
+}
+
+func newOptions() *options {
+	o := &options{
+		Options: bootstrap.Options{UpstreamNamespace: "default", Replicas: 1, QPS: 500, Burst: 1000, Verbosity: 2,
+			Lifetime: 365 * 24 * time.Hour, RBAC: bootstrap.RBACBroad},
+		resources:  bootstrap.DefaultResources(),
+		connection: genericclioptions.NewConfigFlags(true),
+	}
+	o.Options.Resources = &o.resources
+	// -n/--namespace has been the edge namespace since the first syncer-gen, as in KubeStellar's; the
+	// upstream namespace is --kcp-namespace. kubectl's meaning (the namespace of the request) is not
+	// offered: it would change what an existing command line does.
+	o.connection.Namespace = nil
+	o.connection.CacheDir = nil // no discovery cache is read or written
+	o.connection.Timeout = ptr.To(defaultRequestTimeout)
+	return o
+}
+
+// addFlags adds the plugin's own flags (the connection flags are o.connection's).
+func (o *options) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Image, "syncer-image", "", "The syncer's container image. Required.")
+	fs.StringVarP(&o.output, "output-file", "o", "", "Where to write the edge manifest; - for standard output. This or --helm-values is required.")
+	fs.StringVar(&o.helmValues, "helm-values", "", "Where to write the values of the Helm chart charts/kubestellar-syncer for this syncer (the same identity, image and settings as the manifest; they hold the token); - for standard output. With or without -o.")
+	fs.StringVar(&o.UpstreamNamespace, "kcp-namespace", o.UpstreamNamespace, "Upstream namespace of the syncer's service account and token Secret.")
+	fs.StringVarP(&o.EdgeNamespace, "namespace", "n", "", "Edge namespace the syncer runs in (default: the syncer ID).")
+	fs.Int32Var(&o.Replicas, "replicas", o.Replicas, "Syncer replicas; more than one is safe (leader election).")
+	fs.Float32Var(&o.QPS, "qps", o.QPS, "The syncer's --qps.")
+	fs.IntVar(&o.Burst, "burst", o.Burst, "The syncer's --burst.")
+	fs.IntVar(&o.Verbosity, "syncer-verbosity", o.Verbosity, "The syncer's -v.")
+	fs.StringVar(&o.resources.RequestsCPU, "requests-cpu", o.resources.RequestsCPU, "CPU the syncer container requests; empty: no request.")
+	fs.StringVar(&o.resources.RequestsMemory, "requests-memory", o.resources.RequestsMemory, "Memory the syncer container requests; empty: no request.")
+	fs.StringVar(&o.resources.LimitsCPU, "limits-cpu", o.resources.LimitsCPU, "CPU limit of the syncer container; empty (the default): none, so that a resync is not throttled.")
+	fs.StringVar(&o.resources.LimitsMemory, "limits-memory", o.resources.LimitsMemory, "Memory limit of the syncer container; empty: none.")
+	fs.DurationVar(&o.Lifetime, "lifetime", o.Lifetime, "Lifetime of the upstream token (TokenRequest); the server may grant less.")
+	fs.StringVar(&o.RBAC, "rbac", o.RBAC, `"broad": the syncer may read and write anything on both sides, so any later SyncerConfig works; "least": only what the current SyncerConfigs need (run syncer-gen again after changing them).`)
+	fs.BoolVar(&o.version, "version", false, "Print the version, git revision, Go version and platform, and exit.")
+	fs.BoolP("help", "h", false, "Print this help and exit.")
+}
+
+// newCommand is syncer-gen, named name (the binary's name when it is the root, so that the
+// completion scripts it prints name it).
+func newCommand(name string, stdout, stderr io.Writer) *cobra.Command {
+	return newOptions().command(name, stdout, stderr)
+}
+
+// command is syncer-gen on these options.
+func (o *options) command(name string, stdout, stderr io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   name + " <sync-target-name>",
+		Short: "Bootstrap a syncer: its identity upstream, and its manifest or Helm values for the edge",
+		// Checked in run, with a message that says what the argument is.
+		Args:              cobra.ArbitraryArgs,
+		Annotations:       map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl kubestellar syncer-gen"},
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+		ValidArgsFunction: o.completeSyncTargetName,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd.Context(), args, stdout, stderr)
+		},
+	}
+	plugin := pflag.NewFlagSet("plugin", pflag.ContinueOnError)
+	o.addFlags(plugin)
+	connection := pflag.NewFlagSet("connection", pflag.ContinueOnError)
+	o.connection.AddFlags(connection)
+	cmd.Flags().AddFlagSet(plugin)
+	cmd.Flags().AddFlagSet(connection)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w (see --help)", err) })
+	defaultHelp := cmd.HelpFunc()
+	cmd.SetHelpFunc(func(c *cobra.Command, args []string) {
+		if c != cmd {
+			defaultHelp(c, args)
+			return
+		}
+		fmt.Fprint(c.OutOrStdout(), usage+"Flags:\n"+plugin.FlagUsages()+
+			"\nConnection flags (kubectl's: they choose the mailbox workspace and the credentials; -n is the edge namespace above):\n"+
+			connection.FlagUsages()+commandsHelp)
+	})
+	cmd.AddCommand(newCompletionCommand())
+	o.registerCompletions(cmd)
+	return cmd
+}
+
+// run bootstraps the syncer named by the one argument.
+func (o *options) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if o.version {
+		_, err := fmt.Fprintln(stdout, version.Get().Line(pluginName))
+		return err
+	}
+	if len(args) != 1 {
+		return fmt.Errorf("expected one argument, the sync target name (see --help)")
+	}
+	o.Name = args[0]
+	switch {
+	case o.output == "" && o.helmValues == "":
+		return fmt.Errorf("-o/--output-file or --helm-values is required (a file, or - for standard output)")
+	case o.output == "-" && o.helmValues == "-":
+		return fmt.Errorf("-o and --helm-values cannot both be - (standard output)")
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	// Before anything changes upstream (a run rotates the token): an output that cannot be written
+	// would leave the running syncer with a token nobody has.
+	for _, out := range o.outputs() {
+		if err := bootstrap.CheckWritableFor(out.path, out.what, out.flag); err != nil {
+			return fmt.Errorf("%w; nothing was changed upstream", err)
+		}
+	}
+	cfg, err := o.connection.ToRESTConfig()
+	if err != nil {
+		return fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	res, err := bootstrap.Run(ctx, cfg, o.Options, stderr)
+	if err != nil {
+		return err
+	}
+	for _, out := range o.outputs() {
+		data := res.Manifest
+		if out.flag == "--helm-values" {
+			data = res.HelmValues
+		}
+		if err := writeSecret(out.path, data, stdout); err != nil {
+			return fmt.Errorf("writing %s to %s (the upstream token was already issued: run again to issue another): %w", out.what, out.path, err)
+		}
+	}
+	if o.output != "" && o.output != "-" {
+		fmt.Fprintf(stderr, `
+Wrote the edge cluster manifest to %s for namespace %q (it holds a token: keep it secret). Use
+
+  KUBECONFIG=<edge-cluster-config> kubectl apply -f %q
+
+to apply it. Use
+
+  KUBECONFIG=<edge-cluster-config> kubectl get deployment -n %q %s
+
+to verify the syncer pod is running.
+`, o.output, res.Namespace, o.output, res.Namespace, res.ID)
+	}
+	if o.helmValues != "" && o.helmValues != "-" {
+		fmt.Fprintf(stderr, `
+Wrote the values of the Helm chart %s to %s (they hold a token: keep them secret). Use
+
+  KUBECONFIG=<edge-cluster-config> helm install %s %s -n %q --create-namespace -f %q
+
+to install the syncer with the chart instead of the manifest.
+`, bootstrap.ChartPath, o.helmValues, res.ID, bootstrap.ChartPath, res.Namespace, o.helmValues)
+	}
+	return nil
+}
+
+// output is one file the run writes.
+type output struct{ path, what, flag string }
+
+// outputs are the files the flags ask for: the manifest, then the Helm values.
+func (o *options) outputs() []output {
+	var outs []output
+	if o.output != "" {
+		outs = append(outs, output{o.output, "the manifest", "-o"})
+	}
+	if o.helmValues != "" {
+		outs = append(outs, output{o.helmValues, "the Helm values", "--helm-values"})
+	}
+	return outs
+}
+
+// writeSecret writes data, which holds a token, to path readable by its owner only, or to stdout
+// for "-".
+func writeSecret(path string, data []byte, stdout io.Writer) error {
+	if path == "-" {
+		_, err := stdout.Write(data)
+		return err
+	}
+	// An existing file keeps its mode under WriteFile, so set it too.
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return err
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		return fmt.Errorf("making it readable by its owner only: %w", err)
+	}
+	return nil
+}

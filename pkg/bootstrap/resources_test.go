@@ -1,0 +1,115 @@
+package bootstrap
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func TestResourcesRequirements(t *testing.T) {
+	q := resource.MustParse
+	for _, tc := range []struct {
+		name    string
+		in      Resources
+		want    corev1.ResourceRequirements
+		wantErr []string // each must be in the error
+	}{
+		{name: "defaults", in: DefaultResources(), want: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: q("100m"), corev1.ResourceMemory: q("128Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: q("1Gi")}}},
+		{name: "all set", in: Resources{RequestsCPU: "0.25", RequestsMemory: "256Mi", LimitsCPU: "2", LimitsMemory: "2G"}, want: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: q("250m"), corev1.ResourceMemory: q("256Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: q("2"), corev1.ResourceMemory: q("2G")}}},
+		{name: "empty entries are left out", in: Resources{RequestsMemory: "64Mi"}, want: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceMemory: q("64Mi")}}},
+		{name: "none", in: Resources{}, want: corev1.ResourceRequirements{}},
+		{name: "request equal to limit", in: Resources{RequestsCPU: "1", LimitsCPU: "1000m"}, want: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: q("1")}, Limits: corev1.ResourceList{corev1.ResourceCPU: q("1000m")}}},
+		{name: "not a quantity", in: Resources{RequestsCPU: "lots", LimitsMemory: "1 Gi"},
+			wantErr: []string{`--requests-cpu "lots" is not a quantity`, `--limits-memory "1 Gi" is not a quantity`}},
+		{name: "negative", in: Resources{RequestsMemory: "-1Mi"}, wantErr: []string{`--requests-memory "-1Mi" must not be negative`}},
+		{name: "request above limit", in: Resources{RequestsMemory: "2Gi", LimitsMemory: "1Gi", RequestsCPU: "2", LimitsCPU: "500m"},
+			wantErr: []string{"--requests-memory 2Gi exceeds --limits-memory 1Gi", "--requests-cpu 2 exceeds --limits-cpu 500m"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.in.Requirements()
+			if len(tc.wantErr) > 0 {
+				if err == nil {
+					t.Fatalf("no error; got %v", got)
+				}
+				for _, want := range tc.wantErr {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q lacks %q", err, want)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("requirements (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestValidateResources: Options.Validate reports bad resources with the other problems.
+func TestValidateResources(t *testing.T) {
+	o := testOptions()
+	o.Replicas = -1
+	o.Resources = &Resources{RequestsCPU: "x"}
+	err := o.Validate()
+	if err == nil || !strings.Contains(err.Error(), `--requests-cpu "x" is not a quantity`) || !strings.Contains(err.Error(), "--replicas must not be negative") {
+		t.Errorf("error %v", err)
+	}
+	o = testOptions()
+	o.Resources = nil // the defaults
+	if err := o.Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestDeploymentResources: the Deployment carries the requirements given, the defaults when none
+// are, and no resources at all when every entry is left out.
+func TestDeploymentResources(t *testing.T) {
+	container := func(e Edge) corev1.Container {
+		t.Helper()
+		objs, err := e.Objects()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			if d, ok := o.(*appsv1.Deployment); ok {
+				return d.Spec.Template.Spec.Containers[0]
+			}
+		}
+		t.Fatal("no Deployment")
+		return corev1.Container{}
+	}
+	e := edge()
+	e.Resources = nil
+	if diff := cmp.Diff(defaultRequirements(), container(e).Resources); diff != "" {
+		t.Errorf("nil Resources are not the defaults (-want +got):\n%s", diff)
+	}
+	custom, err := Resources{RequestsCPU: "250m", LimitsCPU: "1", LimitsMemory: "512Mi"}.Requirements()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Resources = &custom
+	if diff := cmp.Diff(custom, container(e).Resources); diff != "" {
+		t.Errorf("resources (-want +got):\n%s", diff)
+	}
+	e.Resources = &corev1.ResourceRequirements{}
+	manifest, err := e.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(manifest), "\n        resources: {}\n") || strings.Contains(string(manifest), "requests:") {
+		t.Errorf("with every entry left out the container still has resources:\n%s", manifest)
+	}
+}
