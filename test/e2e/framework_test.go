@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubestellar/syncer/test/support"
@@ -425,20 +426,24 @@ func (f *fixture) namespace(suffix string) string {
 func (f *fixture) syncerConfig(name string, spec map[string]interface{}) {
 	f.t.Helper()
 	o := obj("edge.kubestellar.io/v2alpha1", "SyncerConfig", "", name, map[string]interface{}{"spec": spec})
-	existing, err := f.get(f.up, gvrSyncerConfig, "", name)
-	switch {
-	case apierrors.IsNotFound(err):
+	if _, err := f.get(f.up, gvrSyncerConfig, "", name); apierrors.IsNotFound(err) {
 		f.create(f.up, gvrSyncerConfig, o)
 		f.t.Cleanup(func() {
 			_ = f.up.dyn.Resource(gvrSyncerConfig).Delete(context.Background(), name, metav1.DeleteOptions{})
 		})
-	case err != nil:
-		f.t.Fatal(err)
-	default:
-		o.SetResourceVersion(existing.GetResourceVersion())
-		if _, err := f.up.dyn.Resource(gvrSyncerConfig).Update(f.ctx, o, metav1.UpdateOptions{}); err != nil {
-			f.t.Fatal(err)
+		return
+	}
+	// The syncer's heartbeat writes the status meanwhile: read again and retry on a conflict.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		existing, err := f.get(f.up, gvrSyncerConfig, "", name)
+		if err != nil {
+			return err
 		}
+		o.SetResourceVersion(existing.GetResourceVersion())
+		_, err = f.up.dyn.Resource(gvrSyncerConfig).Update(f.ctx, o, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		f.t.Fatal(err)
 	}
 }
 
