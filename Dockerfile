@@ -1,6 +1,7 @@
 # The syncer image: a static binary on distroless, non-root. The binary is built by
 # hack/build-static.sh, the same script `make image-check` runs without a container engine.
-# Build: docker build -t <registry>/kubestellar-syncer:<tag> .   (or: make image IMAGE=...)
+# Build: docker build -t <registry>/kubestellar-syncer:<tag> .   (or: make image-docker IMAGE=...;
+# `make image` builds the same image without Docker: hack/build-image.sh)
 # Go as go.mod's `go` line says (the golang image builds with GOTOOLCHAIN=local); `make image-check`
 # fails when the two differ.
 FROM golang:1.26 AS build
