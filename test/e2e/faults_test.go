@@ -198,54 +198,8 @@ func TestWriteLoopBacksOff(t *testing.T) {
 	f.waitFor(f.down, gvrConfigMaps, ns, "fought", dataEquals("k", "upstream"))
 
 	// The other controller: whenever the value is not its own, it writes its own back.
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			o, err := f.down.dyn.Resource(gvrConfigMaps).Namespace(ns).Get(f.ctx, "fought", metav1.GetOptions{})
-			if err != nil || o.Object["data"].(map[string]interface{})["k"] == "theirs" {
-				continue
-			}
-			o.Object["data"] = map[string]interface{}{"k": "theirs"}
-			_, _ = f.down.dyn.Resource(gvrConfigMaps).Namespace(ns).Update(f.ctx, o, metav1.UpdateOptions{FieldManager: "reverter"})
-		}
-	}()
-	t.Cleanup(func() { close(stop); <-done })
-
-	loop := `kubestellar_syncer_writes_total{direction="downsync",resource="configmaps",result="loop"}`
-	updated := `kubestellar_syncer_writes_total{direction="downsync",resource="configmaps",result="updated"}`
-	eventually(t, 30*time.Second, "the loop found", func() (bool, string) {
-		return p.metrics()[loop] >= 1, fmt.Sprintf("%v loops, %v updates", p.metrics()[loop], p.metrics()[updated])
-	})
-	// Backing off: for a while nothing more is written (the other controller writes on).
-	const quietWindow = 10 * time.Second
-	before := p.metrics()[updated]
-	consistently(t, quietWindow, "no more writes while backing off", func() (bool, string) {
-		now := p.metrics()[updated]
-		return now == before, fmt.Sprintf("updates went from %v to %v", before, now)
-	})
-	f.waitFor(f.up, gvrSyncerConfig, "", f.name, func(o *unstructured.Unstructured) (bool, string) {
-		st, _, msg := conditionOf(o, "ObjectsSynced")
-		return st == "False" && strings.Contains(msg, "write loop with field manager reverter"), fmt.Sprintf("ObjectsSynced %s %q", st, msg)
-	})
-	eventually(t, 30*time.Second, "a WriteLoop Event naming the other field manager", func() (bool, string) {
-		events, err := f.up.kube.CoreV1().Events(ns).List(f.ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, e := range events.Items {
-			if e.Reason == "WriteLoop" && e.InvolvedObject.Name == "fought" && strings.Contains(e.Message, "reverter") {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("%d events, none WriteLoop", len(events.Items))
-	})
+	f.revertAgainAndAgain(f.down, ns, "fought")
+	f.expectLoopBackoff(p, "downsync", ns, "fought")
 }
 
 // TestImmutableChangeRecreates: a Job whose template changes upstream cannot be updated at the edge

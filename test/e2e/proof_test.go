@@ -103,6 +103,13 @@ func TestUpsyncWriteLoopBacksOff(t *testing.T) {
 	p := f.startSyncer(withArgs("--heartbeat-period=1s"))
 	f.waitFor(f.up, gvrConfigMaps, ns, "fought", dataEquals("k", "edge"))
 
+	f.revertAgainAndAgain(f.up, ns, "fought")
+	f.expectLoopBackoff(p, "upsync", ns, "fought")
+}
+
+// revertAgainAndAgain plays another controller on one side: whenever the ConfigMap's data is not its
+// own, it writes its own back (field manager "reverter"), until the test ends.
+func (f *fixture) revertAgainAndAgain(c clients, ns, name string) {
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -112,24 +119,30 @@ func TestUpsyncWriteLoopBacksOff(t *testing.T) {
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
-			o, err := f.up.dyn.Resource(gvrConfigMaps).Namespace(ns).Get(f.ctx, "fought", metav1.GetOptions{})
+			o, err := c.dyn.Resource(gvrConfigMaps).Namespace(ns).Get(f.ctx, name, metav1.GetOptions{})
 			if err != nil || o.Object["data"].(map[string]interface{})["k"] == "theirs" {
 				continue
 			}
 			o.Object["data"] = map[string]interface{}{"k": "theirs"}
-			_, _ = f.up.dyn.Resource(gvrConfigMaps).Namespace(ns).Update(f.ctx, o, metav1.UpdateOptions{FieldManager: "reverter"})
+			_, _ = c.dyn.Resource(gvrConfigMaps).Namespace(ns).Update(f.ctx, o, metav1.UpdateOptions{FieldManager: "reverter"})
 		}
 	}()
-	t.Cleanup(func() { close(stop); <-done })
+	f.t.Cleanup(func() { close(stop); <-done })
+}
 
-	loop := `kubestellar_syncer_writes_total{direction="upsync",resource="configmaps",result="loop"}`
-	updated := `kubestellar_syncer_writes_total{direction="upsync",resource="configmaps",result="updated"}`
-	eventually(t, 30*time.Second, "the loop found", func() (bool, string) {
+// expectLoopBackoff checks that the syncer found the loop in a direction, backs off (no more
+// updates for a quiet window while the other controller writes on), and says who it fights: the
+// ObjectsSynced condition and a WriteLoop Event on the upstream object, naming the field manager.
+func (f *fixture) expectLoopBackoff(p *syncerProc, direction, ns, name string) {
+	f.t.Helper()
+	loop := fmt.Sprintf(`kubestellar_syncer_writes_total{direction=%q,resource="configmaps",result="loop"}`, direction)
+	updated := fmt.Sprintf(`kubestellar_syncer_writes_total{direction=%q,resource="configmaps",result="updated"}`, direction)
+	eventually(f.t, 30*time.Second, "the loop found", func() (bool, string) {
 		return p.metrics()[loop] >= 1, fmt.Sprintf("%v loops, %v updates", p.metrics()[loop], p.metrics()[updated])
 	})
 	const quietWindow = 10 * time.Second
 	before := p.metrics()[updated]
-	consistently(t, quietWindow, "no more upsync writes while backing off", func() (bool, string) {
+	consistently(f.t, quietWindow, "no more writes while backing off", func() (bool, string) {
 		now := p.metrics()[updated]
 		return now == before, fmt.Sprintf("updates went from %v to %v", before, now)
 	})
@@ -137,7 +150,7 @@ func TestUpsyncWriteLoopBacksOff(t *testing.T) {
 		st, _, msg := conditionOf(o, "ObjectsSynced")
 		return st == "False" && strings.Contains(msg, "write loop with field manager reverter"), fmt.Sprintf("ObjectsSynced %s %q", st, msg)
 	})
-	f.waitEvent(f.up, ns, "fought", "WriteLoop", "reverter")
+	f.waitEvent(f.up, ns, name, "WriteLoop", "reverter")
 }
 
 // TestHeadlessServiceBecomesClusterIP (issue 13 item 5): upstream, a headless Service is replaced
