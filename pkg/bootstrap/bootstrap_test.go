@@ -1,6 +1,7 @@
 package bootstrap
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -186,5 +188,37 @@ func TestLeastRules(t *testing.T) {
 	}
 	if !allows(DownstreamRules(RBACBroad, nil), "", "secrets", "delete") || !allows(UpstreamRules(RBACBroad, nil), "x.io", "things", "create") {
 		t.Error("broad rules are not broad")
+	}
+}
+
+// TestRecommendedLabels: every object of the edge manifest, and the syncer's pods, carry
+// Kubernetes' recommended labels, as the Helm chart's objects do; the Deployment's selector stays
+// the one older manifests have (a selector cannot change).
+func TestRecommendedLabels(t *testing.T) {
+	objs, err := edge().Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"app.kubernetes.io/name": "kubestellar-syncer", "app.kubernetes.io/instance": edge().ID,
+		"app.kubernetes.io/component": "syncer", "app.kubernetes.io/part-of": "kubestellar", "app.kubernetes.io/managed-by": "kubestellar-syncer-gen"}
+	check := func(what string, labels map[string]string) {
+		for k, v := range want {
+			if labels[k] != v {
+				t.Errorf("%s: label %s=%q, want %q", what, k, labels[k], v)
+			}
+		}
+	}
+	for _, o := range objs {
+		m, err := meta.Accessor(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("%T %s", o, m.GetName()), m.GetLabels())
+		if d, ok := o.(*appsv1.Deployment); ok {
+			check("pod template", d.Spec.Template.Labels)
+			if sel := d.Spec.Selector.MatchLabels; len(sel) != 1 || sel["app"] != edge().ID {
+				t.Errorf("selector %v, want app=%s only", sel, edge().ID)
+			}
+		}
 	}
 }

@@ -82,8 +82,17 @@ func (e Edge) resources() corev1.ResourceRequirements {
 	return *e.Resources.DeepCopy()
 }
 
+// labels are on every object of the edge manifest: Kubernetes' recommended labels (as the Helm
+// chart sets them) and the syncer's ID.
 func (e Edge) labels() map[string]string {
-	return map[string]string{managedByLabel: managedByValue, syncerNameLabel: e.ID}
+	return map[string]string{
+		managedByLabel:                managedByValue,
+		syncerNameLabel:               e.ID,
+		"app.kubernetes.io/name":      "kubestellar-syncer",
+		"app.kubernetes.io/instance":  e.ID,
+		"app.kubernetes.io/component": "syncer",
+		"app.kubernetes.io/part-of":   "kubestellar",
+	}
 }
 
 func (e Edge) meta(name, namespace string) metav1.ObjectMeta {
@@ -96,7 +105,9 @@ func (e Edge) Objects() ([]runtime.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	podLabels := map[string]string{"app": e.ID}
+	podLabels := map[string]string{"app": e.ID} // the selector: never changes, so re-applying works
+	templateLabels := e.labels()
+	templateLabels["app"] = e.ID
 	probe := func(path string, initial int32) *corev1.Probe {
 		return &corev1.Probe{
 			ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("health")}},
@@ -129,7 +140,7 @@ func (e Edge) Objects() ([]runtime.Object, error) {
 				Replicas: ptr.To(e.Replicas),
 				Selector: &metav1.LabelSelector{MatchLabels: podLabels},
 				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: map[string]string{
+					ObjectMeta: metav1.ObjectMeta{Labels: templateLabels, Annotations: map[string]string{
 						"prometheus.io/scrape": "true", "prometheus.io/port": strconv.Itoa(MetricsPort), "prometheus.io/path": "/metrics"}},
 					Spec: corev1.PodSpec{
 						ServiceAccountName: e.ID,

@@ -17,7 +17,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/metrics"
 )
 
-// poller models the release-0.14 syncer (../shared/research/kubestellar-syncer-0.14.md §2.4–2.7)
+// poller models the release-0.14 syncer (kubestellar v0.14.2's pkg/syncer, its SyncMany loop)
 // for a namespaceScope SyncerConfig: each pass re-reads both sides' discovery, then per namespace
 // GETs the Namespace on both sides (creates or PUTs it downstream, PUTs its status upstream), LISTs
 // the resource on both sides, creates what is missing, PUTs every object that exists on both sides
