@@ -63,7 +63,7 @@ func newOptions() *options {
 		resources:  bootstrap.DefaultResources(),
 		connection: genericclioptions.NewConfigFlags(true),
 	}
-	o.Options.Resources = &o.resources
+	o.Resources = &o.resources
 	// -n/--namespace has been the edge namespace since the first syncer-gen, as in KubeStellar's; the
 	// upstream namespace is --kcp-namespace. kubectl's meaning (the namespace of the request) is not
 	// offered: it would change what an existing command line does.

@@ -220,7 +220,7 @@ func TestNamespaceIsTheEdgeNamespace(t *testing.T) {
 	if o.EdgeNamespace != "" || o.UpstreamNamespace != "default" {
 		t.Errorf("defaults: edge %q upstream %q", o.EdgeNamespace, o.UpstreamNamespace)
 	}
-	if o.resources != bootstrap.DefaultResources() || o.Options.Resources != &o.resources {
+	if o.resources != bootstrap.DefaultResources() || o.Resources != &o.resources {
 		t.Errorf("resources %+v", o.resources)
 	}
 }
