@@ -23,9 +23,6 @@ import (
 	"github.com/kubestellar/syncer/pkg/selection"
 )
 
-// DefaultFieldManager is the server-side apply field manager of downsync writes.
-const DefaultFieldManager = "kubestellar-syncer"
-
 var namespaceGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
 // Resource is how one resource maps for downsync.
@@ -78,7 +75,7 @@ type Config struct {
 	SyncTargetName string
 	// Mapping is the syncer's identity as written into the marks.
 	Mapping mapping.Options
-	// FieldManager is the server-side apply field manager (DefaultFieldManager when empty).
+	// FieldManager is the server-side apply field manager (framework.DefaultFieldManager when empty).
 	FieldManager string
 	// AdoptExisting lets the syncer take over downstream objects that exist without its mark.
 	AdoptExisting bool
@@ -107,7 +104,7 @@ func NewController(cfg Config) (*Controller, error) {
 		return nil, errors.New("downsync: client, informers, selection and metrics are required")
 	}
 	if cfg.FieldManager == "" {
-		cfg.FieldManager = DefaultFieldManager
+		cfg.FieldManager = framework.DefaultFieldManager
 	}
 	if cfg.ConflictRecheckPeriod <= 0 {
 		cfg.ConflictRecheckPeriod = time.Minute

@@ -48,11 +48,9 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 		}
 	}
 
-	wanted := upObj != nil && upObj.GetDeletionTimestamp() == nil && c.cfg.Selection.Matches(gr, key.Namespace, key.Name)
-	markedUpsynced := wanted && mapping.OwnedUpstream(upObj)
-	if markedUpsynced {
-		wanted = false // copies upsync wrote upstream are never downsynced back
-	}
+	selected := upObj != nil && upObj.GetDeletionTimestamp() == nil && c.cfg.Selection.Matches(gr, key.Namespace, key.Name)
+	markedUpsynced := selected && mapping.OwnedUpstream(upObj)
+	wanted := selected && !markedUpsynced // copies upsync wrote upstream are never downsynced back
 	if wanted && mapping.SystemObject(gr, upObj) && !c.cfg.Selection.NamesExplicitly(gr, key.Namespace, key.Name) {
 		// The apiserver's own object (root CA, default ServiceAccount, token): each side has its own.
 		logger.V(logging.Skip).Info("Not downsyncing an object the apiserver makes itself; name it explicitly to sync it")

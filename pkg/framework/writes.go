@@ -18,6 +18,10 @@ import (
 	"github.com/kubestellar/syncer/pkg/metrics"
 )
 
+// DefaultFieldManager is the field manager of the syncer's writes in every direction: server-side
+// apply downstream, updates upstream, the heartbeat. A loop with another writer names the other one.
+const DefaultFieldManager = "kubestellar-syncer"
+
 // Writes is the one write path of a direction (downsync, status, upsync): it counts every write and
 // its result, observes the latency from the observed change to the write that applied it, logs one
 // line per change, reports conflicts with objects the syncer does not own (log once, Event, count)

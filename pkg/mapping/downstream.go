@@ -18,7 +18,7 @@ type Options struct {
 	// Cluster is the logical cluster (kcp workspace) the upstream object lives in, when the syncer
 	// serves several; it is recorded in ClusterAnnotation. Empty for one workspace.
 	Cluster string
-	// KeepOnDelete marks the downstream object with KeepAnnotation "false": the configs that select
+	// KeepOnDelete marks the downstream object with PropagateDeletionAnnotation "false": the configs that select
 	// it set propagateDeletion to false, so it stays when its upstream object goes.
 	KeepOnDelete bool
 }

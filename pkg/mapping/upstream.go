@@ -38,7 +38,7 @@ func ToUpstream(down *unstructured.Unstructured, opts Options) (*unstructured.Un
 
 	annotations := map[string]string{}
 	for k, v := range out.GetAnnotations() {
-		if !sourceAnnotation(k) && k != DownsyncedAnnotation && k != UpsyncHashAnnotation && k != UpsyncSourceUIDAnnotation {
+		if !sourceAnnotation(k) && k != DownsyncedAnnotation { // sourceAnnotation drops upsync's own marks
 			annotations[k] = v
 		}
 	}

@@ -7,12 +7,12 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/kubestellar/syncer/pkg/downsync"
+	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/metrics"
 )
 
 // DefaultFieldManager is the server-side apply field manager of the syncer's writes.
-const DefaultFieldManager = downsync.DefaultFieldManager
+const DefaultFieldManager = framework.DefaultFieldManager
 
 // Config is everything the engine needs; cmd/syncer builds it from flags, tests build it directly.
 type Config struct {

@@ -61,13 +61,10 @@ type Config struct {
 	OnLeftoverDeleted func(schema.GroupResource)
 	// Recorder, if set, records a conflict as an Event on the upstream object in the way.
 	Recorder record.EventRecorder
-	// FieldManager names the syncer's writes upstream (DefaultFieldManager when empty), so that a
-	// loop with another writer can name that writer.
+	// FieldManager names the syncer's writes upstream (framework.DefaultFieldManager when empty), so
+	// that a loop with another writer can name that writer.
 	FieldManager string
 }
-
-// DefaultFieldManager is the field manager of upsync's writes.
-const DefaultFieldManager = "kubestellar-syncer"
 
 // Controller is the upsync controller.
 type Controller struct {
@@ -85,7 +82,7 @@ func NewController(cfg Config) (*Controller, error) {
 		cfg.ConflictRecheckPeriod = time.Minute
 	}
 	if cfg.FieldManager == "" {
-		cfg.FieldManager = DefaultFieldManager
+		cfg.FieldManager = framework.DefaultFieldManager
 	}
 	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Upsync, cfg.Metrics, cfg.Recorder).LogDeletesLoudly()}
 	c.queue = framework.NewQueue(metrics.Upsync, cfg.Metrics.WorkqueueProvider(), c.process)

@@ -142,16 +142,7 @@ func TestBootstrapSyncerGen(t *testing.T) {
 	f.waitFor(f.down, gvrConfigMaps, ns, "settings", hasMark)
 	f.create(f.down, gvrConfigMaps, configMap(ns, "edge-report", map[string]interface{}{"result": "pass"}))
 	f.waitFor(f.up, gvrConfigMaps, ns, "edge-report", upsynced)
-	eventually(t, 30*time.Second, "ready", func() (bool, string) {
-		code, body := p.probe("/readyz")
-		return code == 200, fmt.Sprintf("%d %s", code, body)
-	})
-	if _, err := f.down.kube.CoordinationV1().Leases(id).Get(f.ctx, "kubestellar-syncer-"+f.name, metav1.GetOptions{}); err != nil {
-		t.Errorf("the syncer's Lease in its namespace: %v", err)
-	}
-	if strings.Contains(p.logText(), "forbidden") {
-		t.Errorf("the syncer met a permission error:\n%s", p.tail(30))
-	}
+	f.expectServing(p, id)
 
 	// Again: the same identity, updated in place.
 	syncerGen(t, false, f.name, "--syncer-image=registry.invalid/kubestellar-syncer:e2e", "-o", filepath.Join(t.TempDir(), "again.yaml"), "--kubeconfig", upstream.Kubeconfig)
@@ -241,5 +232,21 @@ func TestBootstrapFailsFast(t *testing.T) {
 	stderr = syncerGen(t, true, "Not_A_Name", "-o", "-", "--kubeconfig", upstream.Kubeconfig)
 	if !strings.Contains(stderr, "not a valid name") || !strings.Contains(stderr, "--syncer-image is required") {
 		t.Errorf("bad arguments: stderr %q", stderr)
+	}
+}
+
+// expectServing checks a syncer run with an installed identity (syncer-gen's or the chart's): it
+// becomes ready, holds its Lease in leaseNS, and never met a permission error.
+func (f *fixture) expectServing(p *syncerProc, leaseNS string) {
+	f.t.Helper()
+	eventually(f.t, 30*time.Second, "ready", func() (bool, string) {
+		code, body := p.probe("/readyz")
+		return code == 200, fmt.Sprintf("%d %s", code, body)
+	})
+	if _, err := f.down.kube.CoordinationV1().Leases(leaseNS).Get(f.ctx, "kubestellar-syncer-"+f.name, metav1.GetOptions{}); err != nil {
+		f.t.Errorf("the syncer's Lease in %s: %v", leaseNS, err)
+	}
+	if strings.Contains(p.logText(), "forbidden") {
+		f.t.Errorf("the syncer met a permission error with its installed RBAC:\n%s", p.tail(30))
 	}
 }

@@ -228,16 +228,7 @@ func TestHelmChart(t *testing.T) {
 	p := startProcess(t, syncerBin, args, metricsAddr)
 	p.healthAddr = healthAddr
 	f.waitFor(f.down, gvrConfigMaps, ns, "settings", hasMark)
-	eventually(t, 30*time.Second, "ready", func() (bool, string) {
-		code, body := p.probe("/readyz")
-		return code == 200, fmt.Sprintf("%d %s", code, body)
-	})
-	if _, err := f.down.kube.CoordinationV1().Leases(edgeNS).Get(f.ctx, "kubestellar-syncer-"+f.name, metav1.GetOptions{}); err != nil {
-		t.Errorf("the syncer's Lease in the release namespace: %v", err)
-	}
-	if strings.Contains(p.logText(), "forbidden") {
-		t.Errorf("the syncer met a permission error with the chart's RBAC:\n%s", p.tail(30))
-	}
+	f.expectServing(p, edgeNS)
 	p.stop()
 
 	// Uninstalling removes every object the chart made.
