@@ -18,6 +18,9 @@ var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v2alpha
 // SyncerConfigResource is the resource that serves SyncerConfig objects upstream.
 var SyncerConfigResource = SchemeGroupVersion.WithResource("syncerconfigs")
 
+// EdgeSyncConfigGVR is the resource that serves the legacy EdgeSyncConfig objects upstream.
+var EdgeSyncConfigGVR = SchemeGroupVersion.WithResource("edgesyncconfigs")
+
 // Wildcard matches every name, namespace or resource where a list allows it.
 const Wildcard = "*"
 
@@ -73,6 +76,26 @@ type SyncerConfigSpec struct {
 	// alone once its upstream object is gone. The configs are merged as a union: an object selected
 	// by several configs is deleted when any of them omits this field or sets it to true.
 	PropagateDeletion *bool `json:"propagateDeletion,omitempty"`
+	// Renaming rules between the denatured form of objects in the mailbox workspace and their natural
+	// form at the edge. Downsync writes an object matching a rule's upstream side in the rule's
+	// downstream form (group, version, kind and, where given, name; for a CustomResourceDefinition
+	// also its spec.group and names); status return and upsync map back to the upstream form. The
+	// rules of every SyncerConfig and EdgeSyncConfig are merged; two rules for one upstream side that
+	// disagree are reported (condition SelectionValid) and neither applies. Omitted or empty renames
+	// nothing.
+	Conversions []Conversion `json:"conversions,omitempty"`
+}
+
+// Conversion renames objects between the mailbox workspace (upstream) and the edge (downstream).
+// With names, it renames one object: for a CustomResourceDefinition named <plural>.<group>, the
+// custom resources of the upstream group are also renamed into the downstream group (so a CRD
+// conversion alone renatures both the API and its objects). Without names, it renames every
+// object of the upstream group and kind (and version, when given).
+type Conversion struct {
+	// The denatured form, as the object is in the mailbox workspace.
+	Upstream EdgeSyncConfigResource `json:"upstream"`
+	// The natural form, as the object is at the edge.
+	Downstream EdgeSyncConfigResource `json:"downstream"`
 }
 
 // ReturnsStatus is the ReturnStatus field with its default applied.
@@ -104,6 +127,14 @@ type NamespaceScopeDownsyncResource struct {
 	// the group's preferred version is used and a warning is reported (condition SelectionValid); the
 	// edge must serve the version used.
 	APIVersion string `json:"apiVersion"`
+	// Kind of the resource's objects, accepted instead of resource (or beside it, when both name
+	// the same resource).
+	Kind string `json:"kind,omitempty"`
+	// Selects only the objects whose labels match. Omitted selects every object the entry names.
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+	// Selects only the objects whose annotations match, written as a label selector over the
+	// annotations. Omitted selects every object the entry names.
+	AnnotationSelector *metav1.LabelSelector `json:"annotationSelector,omitempty"`
 }
 
 // NamespaceScopeDownsyncObjects selects objects of one namespaced resource by namespace and name.
@@ -116,6 +147,14 @@ type NamespaceScopeDownsyncObjects struct {
 	// the group's preferred version is used and a warning is reported (condition SelectionValid); the
 	// edge must serve the version used.
 	APIVersion string `json:"apiVersion"`
+	// Kind of the resource's objects, accepted instead of resource (or beside it, when both name
+	// the same resource).
+	Kind string `json:"kind,omitempty"`
+	// Selects only the objects whose labels match. Omitted selects every object the entry names.
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+	// Selects only the objects whose annotations match, written as a label selector over the
+	// annotations. Omitted selects every object the entry names.
+	AnnotationSelector *metav1.LabelSelector `json:"annotationSelector,omitempty"`
 	// The objects selected, namespace by namespace. Omitted or empty selects none.
 	ObjectsByNamespace []NamespaceAndNames `json:"objectsByNamespace,omitempty"`
 }
@@ -146,6 +185,14 @@ type ClusterScopeDownsyncResource struct {
 	// Names of the objects. Omitted means every object of the resource; an empty list ([]) means
 	// none; "*" means every object.
 	Objects []string `json:"objects,omitempty"`
+	// Kind of the resource's objects, accepted instead of resource (or beside it, when both name
+	// the same resource).
+	Kind string `json:"kind,omitempty"`
+	// Selects only the objects whose labels match. Omitted selects every object the entry names.
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+	// Selects only the objects whose annotations match, written as a label selector over the
+	// annotations. Omitted selects every object the entry names.
+	AnnotationSelector *metav1.LabelSelector `json:"annotationSelector,omitempty"`
 }
 
 // UpsyncSet selects edge objects to upsync. An empty list means nothing; "*" means all.
@@ -163,6 +210,63 @@ type UpsyncSet struct {
 	// namespace (ConfigMap kube-root-ca.crt, ServiceAccount default, service-account token Secrets),
 	// which are upsynced only when named. Empty means none.
 	Names []string `json:"names"`
+	// Kinds of the objects in that group, accepted instead of resources (or beside them).
+	Kinds []string `json:"kinds,omitempty"`
+	// Selects only the objects whose labels match. Omitted selects every object the entry names.
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+	// Selects only the objects whose annotations match, written as a label selector over the
+	// annotations. Omitted selects every object the entry names.
+	AnnotationSelector *metav1.LabelSelector `json:"annotationSelector,omitempty"`
+}
+
+// EdgeSyncConfig is the legacy configuration of the KubeStellar release-0.14 syncer (cluster-scoped,
+// short name esc), read beside every SyncerConfig: its entries and conversions are merged into the
+// same selection, and the syncer writes its heartbeat and conditions on it as on a SyncerConfig.
+type EdgeSyncConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// What this config selects for downsync and upsync, object by object, and how objects are
+	// renamed between the mailbox workspace and the edge.
+	Spec EdgeSyncConfigSpec `json:"spec,omitempty"`
+	// Written by the syncer, never by users: the heartbeat and the conditions, as on a SyncerConfig.
+	Status SyncerConfigStatus `json:"status,omitempty"`
+}
+
+// EdgeSyncConfigSpec is the release-0.14 EdgeSyncConfig spec.
+type EdgeSyncConfigSpec struct {
+	// Objects downsynced from the mailbox workspace to the edge, each named by group, version, kind,
+	// namespace (empty for cluster-scoped objects) and name; "*" as name or namespace means all. The
+	// Namespace objects of the named namespaces are downsynced too. Status is returned and deletion
+	// propagated for all of them.
+	DownSyncedResources []EdgeSyncConfigResource `json:"downSyncedResources,omitempty"`
+	// Objects upsynced from the edge to the mailbox workspace, named as downSyncedResources are.
+	UpSyncedResources []EdgeSyncConfigResource `json:"upSyncedResources,omitempty"`
+	// Renaming rules between the denatured form of objects in the mailbox workspace and their
+	// natural form at the edge, as SyncerConfig's conversions.
+	Conversions []Conversion `json:"conversions,omitempty"`
+}
+
+// EdgeSyncConfigResource names objects by group, version, kind, namespace and name.
+type EdgeSyncConfigResource struct {
+	// Kind of the objects (e.g. ConfigMap).
+	Kind string `json:"kind"`
+	// API group of the objects; empty for the core group.
+	Group string `json:"group,omitempty"`
+	// Version of the objects, without the group (e.g. v1). Empty means the group's preferred version.
+	Version string `json:"version,omitempty"`
+	// Name of the object; "*" means every object. Empty means every object in a conversion and none
+	// in a selection.
+	Name string `json:"name,omitempty"`
+	// Namespace of the objects; "*" means every namespace; empty for cluster-scoped objects. Not used
+	// by conversions.
+	Namespace string `json:"namespace,omitempty"`
+	// Selects only the objects whose labels match. Omitted selects every object named. Not used by
+	// conversions.
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+	// Selects only the objects whose annotations match, written as a label selector over the
+	// annotations. Omitted selects every object named. Not used by conversions.
+	AnnotationSelector *metav1.LabelSelector `json:"annotationSelector,omitempty"`
 }
 
 // SyncerConfigStatus is written by the syncer.
@@ -179,6 +283,17 @@ type SyncerConfigStatus struct {
 	// request to that side got a response and none has waited more than 10s for one). A problem with
 	// the selection shows on the configs it comes from; the others show on every config.
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// EdgeSyncConfigFromUnstructured converts an EdgeSyncConfig read by a dynamic client, naming it in
+// its error.
+func EdgeSyncConfigFromUnstructured(u map[string]interface{}) (*EdgeSyncConfig, error) {
+	cfg := &EdgeSyncConfig{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u, cfg); err != nil {
+		name, _, _ := unstructured.NestedString(u, "metadata", "name")
+		return nil, fmt.Errorf("EdgeSyncConfig %q is malformed: %w", name, err)
+	}
+	return cfg, nil
 }
 
 // FromUnstructured converts an object read by a dynamic client. It reports the object's name in its
