@@ -34,6 +34,9 @@ type Resource struct {
 	Downstream schema.GroupVersionResource
 	// Namespaced tells whether objects of the resource live in namespaces.
 	Namespaced bool
+	// Rename, when a conversion applies, renames objects between the sides: keys name the upstream
+	// object, the downstream one may have another group, kind or name.
+	Rename *mapping.Rename
 }
 
 // KeyGVR is the GVR of the resource's queue keys: the upstream version when selected, so that events
@@ -47,7 +50,8 @@ func (r Resource) KeyGVR() schema.GroupVersionResource {
 
 // Selection is what the controller needs to know of the engine's current selection.
 type Selection interface {
-	// Resource tells how a resource maps, if downsync looks after it (selected or a leftover).
+	// Resource tells how a resource maps, if downsync looks after it (selected or a leftover). gr is
+	// the upstream GroupResource, or the downstream one where a conversion renames the resource.
 	Resource(gr schema.GroupResource) (Resource, bool)
 	// Matches tells whether an upstream object is selected.
 	Matches(gr schema.GroupResource, namespace, name string) bool
@@ -155,7 +159,11 @@ func (c *Controller) Handler(downstream bool, gvr schema.GroupVersionResource) c
 		if !ok {
 			return // an upsync-only resource
 		}
-		key := framework.Key{GVR: r.KeyGVR(), Namespace: u.GetNamespace(), Name: u.GetName()}
+		name := u.GetName()
+		if downstream {
+			name = r.Rename.UpName(name) // keys name the upstream object
+		}
+		key := framework.Key{GVR: r.KeyGVR(), Namespace: u.GetNamespace(), Name: name}
 		klog.V(logging.Trace).Info("Enqueue", "key", key.String(), "side", side, "reason", why)
 		c.queue.Add(key)
 	}
@@ -206,7 +214,7 @@ func (c *Controller) EnqueueResource(gr schema.GroupResource) {
 		framework.ForEachKey(c.cfg.UpstreamInformers, r.Upstream, add)
 	}
 	if !r.Downstream.Empty() {
-		framework.ForEachKey(c.cfg.DownstreamInformers, r.Downstream, add)
+		framework.ForEachKey(c.cfg.DownstreamInformers, r.Downstream, func(ns, name string) { add(ns, r.Rename.UpName(name)) })
 	}
 }
 

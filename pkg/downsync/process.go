@@ -37,7 +37,7 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 		logger.V(logging.Skip).Info("Waiting for the resource to be served downstream")
 		return 0, nil // the informer's sync will enqueue it again
 	}
-	downObj, synced, err := framework.Cached(c.cfg.DownstreamInformers, r.Downstream, key.Namespace, key.Name)
+	downObj, synced, err := framework.Cached(c.cfg.DownstreamInformers, r.Downstream, key.Namespace, r.Rename.DownName(key.Name))
 	if err != nil || !synced {
 		return 0, err // not synced: enqueued again when the downstream cache syncs
 	}
@@ -57,6 +57,9 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 		wanted = false
 	}
 	if wanted {
+		if err := c.deleteUnrenamed(ctx, key, r); err != nil {
+			return 0, err
+		}
 		return c.apply(ctx, key, r, upObj, downObj)
 	}
 	if r.Upstream.Empty() && c.cfg.Selection.Mentions(gr) {
@@ -87,6 +90,22 @@ func (c *Controller) upsyncedCopy(ctx context.Context, key framework.Key, upObj 
 		"UpsyncMarked", "Not downsynced: this object carries the upsync mark "+mapping.UpsyncedAnnotation+" (an upsynced copy is never downsynced); remove the annotation to downsync it")
 }
 
+// deleteUnrenamed deletes the copy of an object that a conversion now renames, written under its
+// upstream name before the conversion existed: the renamed copy replaces it.
+func (c *Controller) deleteUnrenamed(ctx context.Context, key framework.Key, r Resource) error {
+	if !r.Rename.RenamesObjects() || r.Rename.DownName(key.Name) == key.Name || r.Upstream.GroupResource() != r.Downstream.GroupResource() {
+		return nil
+	}
+	old, synced, err := framework.Cached(c.cfg.DownstreamInformers, r.Downstream, key.Namespace, key.Name)
+	if err != nil || !synced || old == nil || !mapping.OwnedDownstream(old) || old.GetAnnotations()[mapping.RenaturedFromAnnotation] != "" ||
+		old.GetDeletionTimestamp() != nil || mapping.CreateOnly(old) || mapping.KeepOnDelete(old) {
+		return err
+	}
+	client := c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace)
+	_, err = c.writes.DeleteOwned(ctx, client, key, old, "Deleted the copy a conversion now renames", "renamedTo", r.Rename.DownName(key.Name))
+	return err
+}
+
 // delete deletes an owned downstream object that is no longer wanted.
 func (c *Controller) delete(ctx context.Context, key framework.Key, r Resource, downObj *unstructured.Unstructured) error {
 	switch {
@@ -109,6 +128,7 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 	logger := klog.FromContext(ctx)
 	opts := c.cfg.Mapping
 	opts.KeepOnDelete = !c.cfg.Selection.PropagatesDeletion(key.GVR.GroupResource(), key.Namespace, key.Name)
+	opts.Rename = r.Rename
 	desired, err := mapping.ToDownstream(upObj, opts)
 	if err != nil {
 		c.cfg.Metrics.Writes.WithLabelValues(metrics.Downsync, key.GVR.GroupResource().String(), metrics.Error).Inc()
@@ -182,7 +202,7 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 	var before *unstructured.Unstructured
 	if !creating && c.writes.WouldLoop(key, content) {
 		// Read the object as the other actor left it: its field managers say who that is.
-		before, _ = client.Get(ctx, key.Name, metav1.GetOptions{})
+		before, _ = client.Get(ctx, desired.GetName(), metav1.GetOptions{})
 	}
 	owned := downObj != nil && mapping.OwnedDownstream(downObj)
 	if why, ok := mapping.ReplaceOnly(desired, downObj); ok && owned {
@@ -194,7 +214,7 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 		}
 		return 0, c.recreate(ctx, key, client, upObj, downObj, why)
 	}
-	_, err = client.Apply(ctx, key.Name, desired, metav1.ApplyOptions{FieldManager: c.cfg.FieldManager, Force: true})
+	_, err = client.Apply(ctx, desired.GetName(), desired, metav1.ApplyOptions{FieldManager: c.cfg.FieldManager, Force: true})
 	if err != nil && owned && immutable(err) && !mapping.KeepOnImmutable(upObj) {
 		// The edge cannot change the object in place (a Job's template, say): replace it.
 		return 0, c.recreate(ctx, key, client, upObj, downObj, fmt.Sprintf("sync target %s refuses the change in place (%v)", c.cfg.SyncTargetName, err))
@@ -232,7 +252,7 @@ func (c *Controller) migrateManagers(ctx context.Context, key framework.Key, r R
 		return err // nil, nil: nothing of a legacy syncer's on it
 	}
 	client := c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace)
-	if _, err := client.Patch(ctx, key.Name, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := client.Patch(ctx, obj.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
 		// Retried: the next try reads the object afresh (a changed object fails the patch's test).
 		return fmt.Errorf("handing over the fields of %s to %s: %w", LegacyFieldManager, c.cfg.FieldManager, err)
 	}
@@ -278,7 +298,7 @@ func ownerOf(obj *unstructured.Unstructured) string {
 // objects, so make sure nobody else's object has this name. The read is served from the apiserver's
 // watch cache (resourceVersion "0"), not from etcd.
 func (c *Controller) existing(ctx context.Context, key framework.Key, r Resource) (*unstructured.Unstructured, error) {
-	live, err := c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{ResourceVersion: "0"})
+	live, err := c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace).Get(ctx, r.Rename.DownName(key.Name), metav1.GetOptions{ResourceVersion: "0"})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil

@@ -21,6 +21,8 @@ type Options struct {
 	// KeepOnDelete marks the downstream object with PropagateDeletionAnnotation "false": the configs that select
 	// it set propagateDeletion to false, so it stays when its upstream object goes.
 	KeepOnDelete bool
+	// Rename, if set, renames the object into the other side's form (a conversion).
+	Rename *Rename
 }
 
 // metadataFromSource are the metadata fields that belong to the cluster the object was read from.
@@ -36,7 +38,7 @@ const upsyncAnnotationPrefix = "edge.kubestellar.io/upsync"
 // sourceAnnotation tells whether an annotation belongs to the source cluster, or is a mark the
 // syncer writes afresh (or not at all) on the object it maps to, and so is not copied.
 func sourceAnnotation(key string) bool {
-	if key == "kubectl.kubernetes.io/last-applied-configuration" || key == HashAnnotation || key == ClusterAnnotation ||
+	if key == "kubectl.kubernetes.io/last-applied-configuration" || key == HashAnnotation || key == ClusterAnnotation || key == RenaturedFromAnnotation ||
 		strings.HasPrefix(key, upsyncAnnotationPrefix) {
 		return true
 	}
@@ -58,6 +60,7 @@ func ToDownstream(up *unstructured.Unstructured, opts Options) (*unstructured.Un
 		delete(meta, f)
 	}
 	delete(out.Object, "status")
+	renamed := opts.Rename.toDownstream(out) // what the edge allocates depends on the natural form
 	stripAllocated(out)
 
 	annotations := map[string]string{}
@@ -67,6 +70,9 @@ func ToDownstream(up *unstructured.Unstructured, opts Options) (*unstructured.Un
 		}
 	}
 	annotations[DownsyncedAnnotation] = MarkOf(out)
+	if renamed {
+		annotations[RenaturedFromAnnotation] = upstreamIdentity(up)
+	}
 	if opts.Cluster != "" {
 		annotations[ClusterAnnotation] = opts.Cluster
 	}

@@ -35,6 +35,7 @@ func ToUpstream(down *unstructured.Unstructured, opts Options) (*unstructured.Un
 	status, hasStatus := out.Object["status"]
 	delete(out.Object, "status")
 	stripAllocated(out)
+	opts.Rename.toUpstream(out)
 
 	annotations := map[string]string{}
 	for k, v := range out.GetAnnotations() {

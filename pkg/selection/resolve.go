@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/problem"
 )
 
@@ -93,6 +94,22 @@ func (idx *Index) Lookup(gr schema.GroupResource, version string) (APIResource, 
 	return versions[all[0]], true
 }
 
+// LookupKind finds the resource serving a group, version and kind.
+func (idx *Index) LookupKind(gvk schema.GroupVersionKind) (APIResource, bool) {
+	if idx == nil {
+		return APIResource{}, false
+	}
+	for _, r := range idx.byGroup[gvk.Group] {
+		if r.GVR.Version == gvk.Version && r.Kind == gvk.Kind {
+			return r, true
+		}
+	}
+	return APIResource{}, false
+}
+
+// GVK is the resource's group, version and kind.
+func (r APIResource) GVK() schema.GroupVersionKind { return r.GVR.GroupVersion().WithKind(r.Kind) }
+
 func (idx *Index) servesGroupVersion(group, version string) bool {
 	for _, r := range idx.byGroup[group] {
 		if r.GVR.Version == version {
@@ -126,6 +143,8 @@ type Resource struct {
 	// while the edge does not serve the resource yet (a CRD not yet established, say).
 	Upstream   APIResource
 	Downstream APIResource
+	// Rename, when a conversion applies, renames the objects between the sides; nil otherwise.
+	Rename *mapping.Rename
 }
 
 // ServedDownstream tells whether the edge serves the resource.
@@ -143,7 +162,15 @@ func Resolve(sel *Selection, up, down *Index) (map[schema.GroupResource]*Resourc
 		if _, ok := out[gr]; ok {
 			return
 		}
-		res := &Resource{Upstream: r}
+		res := &Resource{Upstream: r, Rename: sel.Conversions().For(r.GVK())}
+		if res.Rename != nil && res.Rename.Down != res.Rename.Up {
+			// A conversion: the edge serves the natural form, once its API is there.
+			if d, ok := down.LookupKind(res.Rename.Down); ok {
+				res.Downstream = d
+			}
+			out[gr] = res
+			return
+		}
 		// The object is applied with its upstream apiVersion, so the edge must serve that version.
 		if d, ok := down.byGR[gr][r.GVR.Version]; ok {
 			res.Downstream = d

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
+	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/problem"
 )
 
@@ -30,6 +31,16 @@ type Selection struct {
 	upsync      []upsyncEntry
 	// namespaces are the namespaces the configs name (not "*"), with the entries that name them.
 	namespaces map[string][]Origin
+	// conversions rename objects between the sides (denatured upstream, natural at the edge).
+	conversions *mapping.Conversions
+}
+
+// Conversions are the merged conversion rules of the configs.
+func (s *Selection) Conversions() *mapping.Conversions {
+	if s == nil {
+		return nil
+	}
+	return s.conversions
 }
 
 // NamedNamespaces are the namespaces the configs name, with the entries that name each.
@@ -121,9 +132,33 @@ func (r *rule) namesExplicitly(namespace, name string) bool {
 // problems and skipped; the rest still counts.
 func Merge(configs []*edgev1.SyncerConfig) (*Selection, []problem.Problem) {
 	s, problems := merge(configs)
+	s.conversions, problems = mergeConversions(configs, problems)
 	s.statusRules = subsetRules(s, configs, (*edgev1.SyncerConfigSpec).ReturnsStatus)
 	s.deleteRules = subsetRules(s, configs, (*edgev1.SyncerConfigSpec).PropagatesDeletion)
 	return s, problems
+}
+
+// mergeConversions merges every config's conversions; rules that do not apply are problems of the
+// configs they come from.
+func mergeConversions(configs []*edgev1.SyncerConfig, problems []problem.Problem) (*mapping.Conversions, []problem.Problem) {
+	form := func(r edgev1.EdgeSyncConfigResource) mapping.Form {
+		name := r.Name
+		if name == wildcard {
+			name = "" // every object of the kind
+		}
+		return mapping.Form{Group: r.Group, Version: r.Version, Kind: r.Kind, Name: name}
+	}
+	var rules []mapping.ConversionRule
+	for _, cfg := range configs {
+		for i, c := range cfg.Spec.Conversions {
+			rules = append(rules, mapping.ConversionRule{Up: form(c.Upstream), Down: form(c.Downstream), Config: cfg.Name, Field: fmt.Sprintf("conversions[%d]", i)})
+		}
+	}
+	conversions, errs := mapping.NewConversions(rules)
+	for _, e := range errs {
+		problems = append(problems, problem.Problem{Kind: problem.InvalidConfig, Config: e.Config, Field: e.Field, Reason: e.Reason})
+	}
+	return conversions, problems
 }
 
 // subsetRules are the rules of the configs whose spec has the property: a union, like the whole.
@@ -148,7 +183,8 @@ func merge(configs []*edgev1.SyncerConfig) (*Selection, []problem.Problem) {
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for _, cfg := range sorted {
 		spec := cfg.Spec
-		if len(spec.NamespaceScope.Resources) == 0 && len(spec.NamespacedObjects) == 0 && len(spec.ClusterScope) == 0 && len(spec.Upsync) == 0 {
+		if len(spec.NamespaceScope.Resources) == 0 && len(spec.NamespacedObjects) == 0 && len(spec.ClusterScope) == 0 && len(spec.Upsync) == 0 &&
+			len(spec.Conversions) == 0 {
 			m.problems = append(m.problems, problem.Problem{Kind: problem.EmptyConfig, Config: cfg.Name,
 				Reason: "selects nothing: no namespaceScope resources, namespacedObjects, clusterScope or upsync entries"})
 		}
@@ -372,6 +408,7 @@ func (s *Selection) fingerprint() string {
 	for _, u := range s.upsync {
 		fmt.Fprintf(&b, "%v", u.UpsyncSet)
 	}
+	b.WriteString("conversions:" + s.conversions.String())
 	return b.String()
 }
 

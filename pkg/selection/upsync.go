@@ -79,13 +79,24 @@ func ResolveUpsync(sel *Selection, up, down *Index) (map[schema.GroupResource]*R
 		if _, ok := out[gr]; ok {
 			return
 		}
+		if upGVK := sel.Conversions().Up(d.GVK()); upGVK != d.GVK() {
+			// A conversion: copies go up in the denatured form.
+			u, ok := up.LookupKind(upGVK)
+			if !ok {
+				report(origin, problem.NotServedUpstream, gr, fmt.Sprintf("%s (%s) is upsynced as %s, which is not served upstream; its objects are not upsynced until the API exists upstream",
+					gr.String(), d.GVR.Version, upGVK))
+				return
+			}
+			out[gr] = &Resource{Upstream: u, Downstream: d, Rename: sel.Conversions().For(upGVK)}
+			return
+		}
 		u, ok := up.byGR[gr][d.GVR.Version]
 		if !ok {
 			report(origin, problem.NotServedUpstream, gr, fmt.Sprintf("%s (%s) is served at the edge but not upstream; its objects are not upsynced until the API exists upstream",
 				gr.String(), d.GVR.Version))
 			return
 		}
-		out[gr] = &Resource{Upstream: u, Downstream: d}
+		out[gr] = &Resource{Upstream: u, Downstream: d, Rename: sel.Conversions().For(u.GVK())}
 	}
 	for _, u := range sel.upsync {
 		origin := u.origin

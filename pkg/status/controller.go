@@ -27,6 +27,9 @@ type Resource struct {
 	Downstream schema.GroupVersionResource
 	// UpstreamHasStatus tells whether the upstream resource serves a status subresource.
 	UpstreamHasStatus bool
+	// Rename, when a conversion applies, renames objects between the sides (keys name the upstream
+	// object).
+	Rename *mapping.Rename
 }
 
 // Selection is what the controller needs to know of the engine's current selection.
@@ -101,10 +104,14 @@ func (c *Controller) Handler(downstream bool, gvr schema.GroupVersionResource) c
 		if !ok {
 			return
 		}
-		if downstream && !mapping.OwnedDownstream(u) {
-			return
+		name := u.GetName()
+		if downstream {
+			if !mapping.OwnedDownstream(u) {
+				return
+			}
+			name = r.Rename.UpName(name)
 		}
-		c.queue.Add(framework.Key{GVR: r.Upstream, Namespace: u.GetNamespace(), Name: u.GetName()})
+		c.queue.Add(framework.Key{GVR: r.Upstream, Namespace: u.GetNamespace(), Name: name})
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) { enqueue(framework.ObjectOf(obj)) },
@@ -130,7 +137,7 @@ func (c *Controller) EnqueueResource(gr schema.GroupResource) {
 	}
 	for _, obj := range inf.GetStore().List() {
 		if u, ok := obj.(*unstructured.Unstructured); ok && mapping.OwnedDownstream(u) {
-			c.queue.Add(framework.Key{GVR: r.Upstream, Namespace: u.GetNamespace(), Name: u.GetName()})
+			c.queue.Add(framework.Key{GVR: r.Upstream, Namespace: u.GetNamespace(), Name: r.Rename.UpName(u.GetName())})
 		}
 	}
 }
@@ -144,7 +151,7 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 		return 0, nil
 	}
 	// Not synced: the informers' sync enqueues everything again.
-	down, synced, err := framework.Cached(c.cfg.DownstreamInformers, r.Downstream, key.Namespace, key.Name)
+	down, synced, err := framework.Cached(c.cfg.DownstreamInformers, r.Downstream, key.Namespace, r.Rename.DownName(key.Name))
 	if err != nil || !synced {
 		return 0, err
 	}

@@ -22,14 +22,21 @@ import (
 func (r *resolver) findLeftovers(ctx context.Context, old *snapshot, down side, selected map[schema.GroupResource]*selection.Resource) (map[schema.GroupResource]schema.GroupVersionResource, error) {
 	carried := map[schema.GroupResource]schema.GroupVersionResource{}
 	maps.Copy(carried, old.leftovers)
-	for gr, res := range old.resources {
+	for _, res := range old.resources {
 		if res.ServedDownstream() {
-			carried[gr] = res.Downstream.GVR
+			carried[res.Downstream.GVR.GroupResource()] = res.Downstream.GVR
+		}
+	}
+	// Leftovers are downstream resources: a conversion may write a selected resource elsewhere.
+	selectedDown := map[schema.GroupResource]bool{}
+	for _, s := range selected {
+		if s.ServedDownstream() {
+			selectedDown[s.Downstream.GVR.GroupResource()] = true
 		}
 	}
 	return r.leftovers(ctx, leftoverSearch{
 		carried: carried, scanned: &r.scanned, client: r.downClnt, side: down, informers: r.down, label: mapping.OwnerLabel,
-		selected: func(gr schema.GroupResource) bool { s, ok := selected[gr]; return ok && s.ServedDownstream() },
+		selected: func(gr schema.GroupResource) bool { return selectedDown[gr] },
 	})
 }
 
@@ -38,12 +45,16 @@ func (r *resolver) findLeftovers(ctx context.Context, old *snapshot, down side, 
 func (r *resolver) findUpsyncLeftovers(ctx context.Context, old *snapshot, up side, selected map[schema.GroupResource]*selection.Resource) (map[schema.GroupResource]schema.GroupVersionResource, error) {
 	carried := map[schema.GroupResource]schema.GroupVersionResource{}
 	maps.Copy(carried, old.upLeftovers)
-	for gr, res := range old.upsync {
-		carried[gr] = res.Upstream.GVR
+	selectedUp := map[schema.GroupResource]bool{}
+	for _, res := range old.upsync {
+		carried[res.Upstream.GVR.GroupResource()] = res.Upstream.GVR
+	}
+	for _, res := range selected {
+		selectedUp[res.Upstream.GVR.GroupResource()] = true
 	}
 	return r.leftovers(ctx, leftoverSearch{
 		carried: carried, scanned: &r.upScanned, client: r.upClient, side: up, informers: r.up, label: mapping.UpsyncOwnerLabel,
-		selected: func(gr schema.GroupResource) bool { _, ok := selected[gr]; return ok },
+		selected: func(gr schema.GroupResource) bool { return selectedUp[gr] },
 	})
 }
 

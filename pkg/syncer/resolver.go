@@ -140,8 +140,11 @@ func resolveSelection(sel *selection.Selection, old *snapshot, up, down side) *s
 			res.Downstream = prev.Downstream
 		}
 		if !res.ServedDownstream() {
-			problems = append(problems, problem.Problem{Kind: problem.NotServedDownstream, Resource: gr,
-				Reason: fmt.Sprintf("resource %q version %s is not served downstream yet; its objects wait", gr, res.Upstream.GVR.Version)})
+			reason := fmt.Sprintf("resource %q version %s is not served downstream yet; its objects wait", gr, res.Upstream.GVR.Version)
+			if res.Rename != nil && res.Rename.Down != res.Rename.Up {
+				reason = fmt.Sprintf("resource %q is renatured as %s, which is not served downstream yet; its objects wait", gr, res.Rename.Down)
+			}
+			problems = append(problems, problem.Problem{Kind: problem.NotServedDownstream, Resource: gr, Reason: reason})
 		}
 	}
 	upsyncRes, upsyncProblems := selection.ResolveUpsync(sel, up.index, down.index)
@@ -150,7 +153,9 @@ func resolveSelection(sel *selection.Selection, old *snapshot, up, down side) *s
 			upsyncRes[gr] = res // discovery of its group failed this time; keep what worked
 		}
 	}
-	return &snapshot{selection: sel, resources: resources, upsync: upsyncRes, problems: append(problems, upsyncProblems...)}
+	next := &snapshot{selection: sel, resources: resources, upsync: upsyncRes, problems: append(problems, upsyncProblems...)}
+	next.indexRenamed()
+	return next
 }
 
 // informerSpecs are the informers a snapshot needs on each side. Downstream: every Namespace (objects

@@ -28,6 +28,25 @@ type snapshot struct {
 	problems    []problem.Problem
 	// bindings is kcp's APIBinding resource when the upstream serves it (a kcp workspace).
 	bindings schema.GroupVersionResource
+	// renamedDown finds a selected resource by its downstream GroupResource where a conversion makes
+	// it differ from the upstream one; renamedUp finds an upsynced resource by its upstream one.
+	renamedDown, renamedUp map[schema.GroupResource]schema.GroupResource
+}
+
+// indexRenamed builds the snapshot's indexes of resources whose GroupResource differs between the
+// sides (conversions).
+func (s *snapshot) indexRenamed() {
+	s.renamedDown, s.renamedUp = map[schema.GroupResource]schema.GroupResource{}, map[schema.GroupResource]schema.GroupResource{}
+	for gr, r := range s.resources {
+		if d := r.Downstream.GVR.GroupResource(); r.ServedDownstream() && d != gr {
+			s.renamedDown[d] = gr
+		}
+	}
+	for gr, r := range s.upsync {
+		if u := r.Upstream.GVR.GroupResource(); u != gr {
+			s.renamedUp[u] = gr
+		}
+	}
 }
 
 func emptySnapshot() *snapshot {
@@ -37,14 +56,20 @@ func emptySnapshot() *snapshot {
 	}
 }
 
-// downsyncResource tells how downsync sees a resource: selected (read upstream), or a leftover.
+// downsyncResource tells how downsync sees a resource, named by its upstream GroupResource or, when
+// a conversion renames it, its downstream one: selected (read upstream), or a leftover.
 func (s *snapshot) downsyncResource(gr schema.GroupResource) (downsync.Resource, bool) {
+	if _, ok := s.resources[gr]; !ok {
+		if up, ok := s.renamedDown[gr]; ok {
+			gr = up
+		}
+	}
 	if r, ok := s.resources[gr]; ok {
 		down := r.Downstream.GVR
 		if down.Empty() {
 			down = s.leftovers[gr] // still watched downstream while the edge's discovery of it fails
 		}
-		return downsync.Resource{Upstream: r.Upstream.GVR, Downstream: down, Namespaced: r.Upstream.Namespaced}, true
+		return downsync.Resource{Upstream: r.Upstream.GVR, Downstream: down, Namespaced: r.Upstream.Namespaced, Rename: r.Rename}, true
 	}
 	if gvr, ok := s.leftovers[gr]; ok {
 		return downsync.Resource{Downstream: gvr}, true
@@ -83,18 +108,22 @@ func (v downsyncView) NamespacedResources() []downsync.Resource {
 	var out []downsync.Resource
 	for _, r := range v.current().resources {
 		if r.Upstream.Namespaced {
-			out = append(out, downsync.Resource{Upstream: r.Upstream.GVR, Downstream: r.Downstream.GVR, Namespaced: true})
+			out = append(out, downsync.Resource{Upstream: r.Upstream.GVR, Downstream: r.Downstream.GVR, Namespaced: true, Rename: r.Rename})
 		}
 	}
 	return out
 }
 
 func (v statusView) Resource(gr schema.GroupResource) (status.Resource, bool) {
-	r, ok := v.current().resources[gr]
+	st := v.current()
+	r, ok := st.resources[gr]
+	if !ok {
+		r, ok = st.resources[st.renamedDown[gr]]
+	}
 	if !ok || !r.ServedDownstream() {
 		return status.Resource{}, false
 	}
-	return status.Resource{Upstream: r.Upstream.GVR, Downstream: r.Downstream.GVR, UpstreamHasStatus: r.Upstream.HasStatus}, true
+	return status.Resource{Upstream: r.Upstream.GVR, Downstream: r.Downstream.GVR, UpstreamHasStatus: r.Upstream.HasStatus, Rename: r.Rename}, true
 }
 
 func (v statusView) ReturnsStatus(gr schema.GroupResource, namespace, name string) bool {
@@ -103,9 +132,13 @@ func (v statusView) ReturnsStatus(gr schema.GroupResource, namespace, name strin
 
 func (v upsyncView) Resource(gr schema.GroupResource) (upsync.Resource, bool) {
 	st := v.current()
-	if r, ok := st.upsync[gr]; ok {
+	r, ok := st.upsync[gr]
+	if !ok {
+		r, ok = st.upsync[st.renamedUp[gr]]
+	}
+	if ok {
 		return upsync.Resource{Upstream: r.Upstream.GVR, Downstream: r.Downstream.GVR, Namespaced: r.Downstream.Namespaced,
-			UpstreamHasStatus: r.Upstream.HasStatus, Selected: true}, true
+			UpstreamHasStatus: r.Upstream.HasStatus, Selected: true, Rename: r.Rename}, true
 	}
 	if gvr, ok := st.upLeftovers[gr]; ok {
 		return upsync.Resource{Upstream: gvr, Downstream: gvr}, true

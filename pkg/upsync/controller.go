@@ -23,7 +23,8 @@ import (
 	"github.com/kubestellar/syncer/pkg/metrics"
 )
 
-// Resource is how one upsynced resource maps between the sides. Both sides serve the same version.
+// Resource is how one upsynced resource maps between the sides. Both sides serve the same version,
+// and the same group and kind unless a conversion renames them.
 type Resource struct {
 	Upstream   schema.GroupVersionResource
 	Downstream schema.GroupVersionResource
@@ -33,11 +34,14 @@ type Resource struct {
 	// Selected is false for a leftover: a resource that left the upsync selection while upstream
 	// copies remain; those are deleted.
 	Selected bool
+	// Rename, when a conversion applies, renames objects between the sides: keys name the upstream
+	// copy, the edge object may have another group, kind or name.
+	Rename *mapping.Rename
 }
 
 // Selection is what the controller needs to know of the engine's current selection.
 type Selection interface {
-	// Resource tells how a resource maps, if it is upsynced or a leftover.
+	// Resource tells how a resource maps, if it is upsynced or a leftover; gr names it on either side.
 	Resource(gr schema.GroupResource) (Resource, bool)
 	// UpsyncMatches tells whether an edge object is selected for upsync.
 	UpsyncMatches(gr schema.GroupResource, namespace, name string) bool
@@ -96,9 +100,8 @@ func (c *Controller) Writes() *framework.Writes { return c.writes }
 // when selected, the edge object matches an upsync entry. Conflicts and failures of other keys are
 // pruned.
 func (c *Controller) Relevant(key framework.Key) bool {
-	gr := key.GVR.GroupResource()
-	r, ok := c.cfg.Selection.Resource(gr)
-	return ok && (!r.Selected || c.cfg.Selection.UpsyncMatches(gr, key.Namespace, key.Name))
+	r, ok := c.cfg.Selection.Resource(key.GVR.GroupResource())
+	return ok && (!r.Selected || c.cfg.Selection.UpsyncMatches(r.Downstream.GroupResource(), key.Namespace, r.Rename.DownName(key.Name)))
 }
 
 // Prune forgets the conflicts and failures of keys that are no longer Relevant: nothing processes
@@ -127,7 +130,11 @@ func (c *Controller) Handler(downstream bool, gvr schema.GroupVersionResource) c
 	}
 	enqueue := func(u *unstructured.Unstructured) {
 		if r, ok := c.cfg.Selection.Resource(gr); ok {
-			c.queue.Add(framework.Key{GVR: r.Upstream, Namespace: u.GetNamespace(), Name: u.GetName()})
+			name := u.GetName()
+			if downstream {
+				name = r.Rename.UpName(name) // keys name the upstream copy
+			}
+			c.queue.Add(framework.Key{GVR: r.Upstream, Namespace: u.GetNamespace(), Name: name})
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
@@ -161,17 +168,18 @@ func (c *Controller) EnqueueResource(gr schema.GroupResource) {
 	}
 	add := func(ns, name string) { c.queue.Add(framework.Key{GVR: r.Upstream, Namespace: ns, Name: name}) }
 	framework.ForEachKey(c.cfg.UpstreamInformers, r.Upstream, add)
-	framework.ForEachKey(c.cfg.DownstreamInformers, r.Downstream, add)
+	framework.ForEachKey(c.cfg.DownstreamInformers, r.Downstream, func(ns, name string) { add(ns, r.Rename.UpName(name)) })
 }
 
 // process makes the upstream copy of one edge object match it: create or update it while the edge
 // object is selected, delete it otherwise.
 func (c *Controller) process(ctx context.Context, key framework.Key) (time.Duration, error) {
-	gr := key.GVR.GroupResource()
-	r, ok := c.cfg.Selection.Resource(gr)
+	r, ok := c.cfg.Selection.Resource(key.GVR.GroupResource())
 	if !ok {
 		return 0, nil
 	}
+	// Upsync entries select edge objects: by the edge's resource and name.
+	gr, name := r.Downstream.GroupResource(), r.Rename.DownName(key.Name)
 	// Not synced: enqueued again when the cache syncs.
 	up, synced, err := framework.Cached(c.cfg.UpstreamInformers, r.Upstream, key.Namespace, key.Name)
 	if err != nil || !synced {
@@ -179,14 +187,14 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	}
 	var down *unstructured.Unstructured
 	if r.Selected {
-		if down, synced, err = framework.Cached(c.cfg.DownstreamInformers, r.Downstream, key.Namespace, key.Name); err != nil || !synced {
+		if down, synced, err = framework.Cached(c.cfg.DownstreamInformers, r.Downstream, key.Namespace, name); err != nil || !synced {
 			return 0, err
 		}
 	}
 	wanted := r.Selected && down != nil && down.GetDeletionTimestamp() == nil && !mapping.OwnedDownstream(down) &&
-		c.cfg.Selection.UpsyncMatches(gr, key.Namespace, key.Name) &&
+		c.cfg.Selection.UpsyncMatches(gr, key.Namespace, name) &&
 		// The edge apiserver's own objects (root CA, default ServiceAccount, tokens) only when named.
-		(!mapping.SystemObject(gr, down) || c.cfg.Selection.UpsyncNamesExplicitly(gr, key.Namespace, key.Name))
+		(!mapping.SystemObject(gr, down) || c.cfg.Selection.UpsyncNamesExplicitly(gr, key.Namespace, name))
 	if !wanted {
 		return 0, c.deleteUpstream(ctx, key, r, up, down)
 	}
@@ -233,7 +241,7 @@ func (c *Controller) deleteUpstream(ctx context.Context, key framework.Key, r Re
 
 func (c *Controller) applyUpstream(ctx context.Context, key framework.Key, r Resource, down, up *unstructured.Unstructured) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
-	desired, err := mapping.ToUpstream(down, mapping.Options{OwnerLabelValue: c.cfg.OwnerLabelValue})
+	desired, err := mapping.ToUpstream(down, mapping.Options{OwnerLabelValue: c.cfg.OwnerLabelValue, Rename: r.Rename})
 	if err != nil {
 		c.cfg.Metrics.Writes.WithLabelValues(metrics.Upsync, key.GVR.GroupResource().String(), metrics.Error).Inc()
 		logger.Error(err, "Cannot map the edge object; not retrying until it changes")

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -517,12 +518,16 @@ func dropNulls(m map[string]interface{}) {
 func upstreamIsKCP() bool { return os.Getenv("E2E_UPSTREAM") == "kcp" }
 
 func applyFile(ctx context.Context, c clients, path string) error {
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	dec := yaml.NewYAMLOrJSONDecoder(bufio.NewReader(f), 4096)
+	return applyYAML(ctx, c, data)
+}
+
+// applyYAML server-side applies every object of a YAML (or JSON) stream.
+func applyYAML(ctx context.Context, c clients, data []byte) error {
+	dec := yaml.NewYAMLOrJSONDecoder(bufio.NewReader(bytes.NewReader(data)), 4096)
 	for {
 		u := &unstructured.Unstructured{}
 		if err := dec.Decode(&u.Object); err != nil {
