@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"errors"
+	"reflect"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +20,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/logging"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/metrics"
+	"github.com/kubestellar/syncer/pkg/selection"
 )
 
 // Resource is how one downsynced resource maps between the sides.
@@ -36,8 +38,8 @@ type Resource struct {
 type Selection interface {
 	// Resource tells how a resource maps, if it is downsynced and served on both sides.
 	Resource(gr schema.GroupResource) (Resource, bool)
-	// ReturnsStatus tells whether the object's status is to be returned upstream.
-	ReturnsStatus(gr schema.GroupResource, namespace, name string) bool
+	// ReturnsStatus tells whether the upstream object's status is to be returned.
+	ReturnsStatus(o selection.Object) bool
 }
 
 // Config is what NewController needs.
@@ -93,7 +95,8 @@ func (c *Controller) Run(ctx context.Context, workers int) { c.queue.Run(ctx, wo
 
 // Handler returns the event handler of an informer of one side. Downstream, it reacts to owned
 // objects appearing or changing status; upstream, to objects appearing or their status changing (so
-// a status overwritten upstream is put back). Nothing else concerns status return.
+// a status overwritten upstream is put back). Changes of labels or annotations count too: the
+// selectors of the configs that return status look at them. Nothing else concerns status return.
 func (c *Controller) Handler(downstream bool, gvr schema.GroupVersionResource) cache.ResourceEventHandler {
 	gr := gvr.GroupResource()
 	enqueue := func(u *unstructured.Unstructured) {
@@ -117,12 +120,20 @@ func (c *Controller) Handler(downstream bool, gvr schema.GroupVersionResource) c
 		AddFunc: func(obj interface{}) { enqueue(framework.ObjectOf(obj)) },
 		UpdateFunc: func(oldObj, newObj interface{}) {
 			o, n := framework.ObjectOf(oldObj), framework.ObjectOf(newObj)
-			if o != nil && n != nil && mapping.StatusEqual(o, n) && mapping.OwnedDownstream(o) == mapping.OwnedDownstream(n) {
+			if o != nil && n != nil && mapping.StatusEqual(o, n) && mapping.OwnedDownstream(o) == mapping.OwnedDownstream(n) &&
+				metadataEqual(o, n, "labels") && metadataEqual(o, n, "annotations") {
 				return
 			}
 			enqueue(n)
 		},
 	}
+}
+
+// metadataEqual tells whether two versions of an object have the same metadata field (read in place).
+func metadataEqual(a, b *unstructured.Unstructured, field string) bool {
+	va, _, _ := unstructured.NestedFieldNoCopy(a.Object, "metadata", field)
+	vb, _, _ := unstructured.NestedFieldNoCopy(b.Object, "metadata", field)
+	return reflect.DeepEqual(va, vb)
 }
 
 // EnqueueResource enqueues every owned downstream object of a resource (after a selection change).
@@ -147,7 +158,7 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	logger := klog.FromContext(ctx)
 	gr := key.GVR.GroupResource()
 	r, ok := c.cfg.Selection.Resource(gr)
-	if !ok || notReturned[gr] || !c.cfg.Selection.ReturnsStatus(gr, key.Namespace, key.Name) {
+	if !ok || notReturned[gr] {
 		return 0, nil
 	}
 	// Not synced: the informers' sync enqueues everything again.
@@ -159,7 +170,8 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	if err != nil || !synced {
 		return 0, err
 	}
-	if down == nil || up == nil || !mapping.OwnedDownstream(down) || up.GetDeletionTimestamp() != nil || mapping.OwnedUpstream(up) {
+	if down == nil || up == nil || !mapping.OwnedDownstream(down) || up.GetDeletionTimestamp() != nil || mapping.OwnedUpstream(up) ||
+		!c.cfg.Selection.ReturnsStatus(selection.ObjectOf(gr, up)) {
 		return 0, nil
 	}
 	status, hasStatus := down.Object["status"]
