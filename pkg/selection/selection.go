@@ -48,8 +48,16 @@ type upsyncEntry struct {
 
 // Origin is where a request comes from: a config and the field in it.
 type Origin struct {
-	Config string
-	Field  string
+	// ConfigKind is the kind of the config: problem.EdgeSyncConfig, or problem.SyncerConfig (also when
+	// empty).
+	ConfigKind string
+	Config     string
+	Field      string
+}
+
+// Problem is a problem found at the origin.
+func (o Origin) Problem(kind problem.Kind, gr schema.GroupResource, reason string) problem.Problem {
+	return problem.Problem{Kind: kind, ConfigKind: o.ConfigKind, Config: o.Config, Field: o.Field, Resource: gr, Reason: reason}
 }
 
 // Request is one resource named by a config, before resolution against discovery.
@@ -68,7 +76,7 @@ type Request struct {
 func (r Request) problems(kind problem.Kind, gr schema.GroupResource, reason string) []problem.Problem {
 	out := make([]problem.Problem, 0, len(r.Origins))
 	for _, o := range r.Origins {
-		out = append(out, problem.Problem{Kind: kind, Config: o.Config, Field: o.Field, Resource: gr, Reason: reason})
+		out = append(out, o.Problem(kind, gr, reason))
 	}
 	return out
 }
@@ -117,46 +125,78 @@ func (r *rule) namesExplicitly(namespace, name string) bool {
 	return false
 }
 
-// Merge builds the Selection from every SyncerConfig. Entries with no resource name are reported as
-// problems and skipped; the rest still counts.
-func Merge(configs []*edgev1.SyncerConfig) (*Selection, []problem.Problem) {
-	s, problems := merge(configs)
-	s.statusRules = subsetRules(s, configs, (*edgev1.SyncerConfigSpec).ReturnsStatus)
-	s.deleteRules = subsetRules(s, configs, (*edgev1.SyncerConfigSpec).PropagatesDeletion)
-	return s, problems
+// Merge builds the Selection from every SyncerConfig and EdgeSyncConfig (each read as
+// FromEdgeSyncConfig converts it): one union. Entries with no resource name are reported as problems
+// and skipped; the rest still counts.
+func Merge(configs []*edgev1.SyncerConfig, edgeConfigs ...*edgev1.EdgeSyncConfig) (*Selection, []problem.Problem) {
+	sources := make([]source, 0, len(configs)+len(edgeConfigs))
+	for _, cfg := range configs {
+		sources = append(sources, source{kind: problem.SyncerConfig, cfg: cfg})
+	}
+	var problems []problem.Problem
+	for _, esc := range edgeConfigs {
+		cfg, fields, ps := FromEdgeSyncConfig(esc)
+		sources = append(sources, source{kind: problem.EdgeSyncConfig, cfg: cfg, fields: fields})
+		problems = append(problems, ps...)
+	}
+	s, mergeProblems := merge(sources)
+	s.statusRules = subsetRules(s, sources, (*edgev1.SyncerConfigSpec).ReturnsStatus)
+	s.deleteRules = subsetRules(s, sources, (*edgev1.SyncerConfigSpec).PropagatesDeletion)
+	return s, append(problems, mergeProblems...)
+}
+
+// source is one config as merge reads it: a SyncerConfig, or an EdgeSyncConfig in SyncerConfig form.
+type source struct {
+	kind string // problem.SyncerConfig or problem.EdgeSyncConfig
+	cfg  *edgev1.SyncerConfig
+	// fields names the entries of a converted EdgeSyncConfig as the EdgeSyncConfig does; nil for a
+	// SyncerConfig.
+	fields map[string]string
+}
+
+// origin is the Origin of a field of the config, named as the user wrote it.
+func (src source) origin(field string) Origin {
+	if f, ok := src.fields[field]; ok {
+		field = f
+	}
+	return Origin{ConfigKind: src.kind, Config: src.cfg.Name, Field: field}
 }
 
 // subsetRules are the rules of the configs whose spec has the property: a union, like the whole.
-func subsetRules(s *Selection, configs []*edgev1.SyncerConfig, has func(*edgev1.SyncerConfigSpec) bool) map[schema.GroupResource]*rule {
-	var subset []*edgev1.SyncerConfig
-	for _, cfg := range configs {
-		if has(&cfg.Spec) {
-			subset = append(subset, cfg)
+func subsetRules(s *Selection, sources []source, has func(*edgev1.SyncerConfigSpec) bool) map[schema.GroupResource]*rule {
+	var subset []source
+	for _, src := range sources {
+		if has(&src.cfg.Spec) {
+			subset = append(subset, src)
 		}
 	}
-	if len(subset) == len(configs) {
+	if len(subset) == len(sources) {
 		return s.rules
 	}
 	r, _ := merge(subset)
 	return r.rules
 }
 
-func merge(configs []*edgev1.SyncerConfig) (*Selection, []problem.Problem) {
+func merge(sources []source) (*Selection, []problem.Problem) {
 	m := &merger{s: &Selection{rules: map[schema.GroupResource]*rule{}}, seen: map[requestKey]int{}}
 	m.nsRule = m.s.rule(NamespacesResource)
-	sorted := append([]*edgev1.SyncerConfig(nil), configs...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	for _, cfg := range sorted {
-		spec := cfg.Spec
-		if len(spec.NamespaceScope.Resources) == 0 && len(spec.NamespacedObjects) == 0 && len(spec.ClusterScope) == 0 && len(spec.Upsync) == 0 {
-			m.problems = append(m.problems, problem.Problem{Kind: problem.EmptyConfig, Config: cfg.Name,
+	sorted := append([]source(nil), sources...)
+	sort.Slice(sorted, func(i, j int) bool {
+		a, b := sorted[i], sorted[j]
+		return a.cfg.Name < b.cfg.Name || (a.cfg.Name == b.cfg.Name && a.kind < b.kind)
+	})
+	for _, src := range sorted {
+		spec := src.cfg.Spec
+		if src.kind == problem.SyncerConfig && len(spec.NamespaceScope.Resources) == 0 && len(spec.NamespacedObjects) == 0 &&
+			len(spec.ClusterScope) == 0 && len(spec.Upsync) == 0 {
+			m.problems = append(m.problems, problem.Problem{Kind: problem.EmptyConfig, ConfigKind: src.kind, Config: src.cfg.Name,
 				Reason: "selects nothing: no namespaceScope resources, namespacedObjects, clusterScope or upsync entries"})
 		}
-		m.namespaceScope(cfg.Name, cfg.Spec.NamespaceScope)
-		m.namespacedObjects(cfg.Name, cfg.Spec.NamespacedObjects)
-		m.clusterScope(cfg.Name, cfg.Spec.ClusterScope)
-		for i, u := range cfg.Spec.Upsync {
-			m.s.upsync = append(m.s.upsync, upsyncEntry{UpsyncSet: u, origin: Origin{cfg.Name, fmt.Sprintf("upsync[%d]", i)}})
+		m.namespaceScope(src, spec.NamespaceScope)
+		m.namespacedObjects(src, spec.NamespacedObjects)
+		m.clusterScope(src, spec.ClusterScope)
+		for i, u := range spec.Upsync {
+			m.s.upsync = append(m.s.upsync, upsyncEntry{UpsyncSet: u, origin: src.origin(fmt.Sprintf("upsync[%d]", i))})
 		}
 	}
 	if m.nsRule.clusterAll || m.nsRule.clusterNames.Len() > 0 {
@@ -181,7 +221,7 @@ type requestKey struct {
 }
 
 func (m *merger) invalid(o Origin, reason string) {
-	m.problems = append(m.problems, problem.Problem{Kind: problem.InvalidConfig, Config: o.Config, Field: o.Field, Reason: reason})
+	m.problems = append(m.problems, o.Problem(problem.InvalidConfig, schema.GroupResource{}, reason))
 }
 
 // request records that a config entry names a resource; one request per resource and version, with
@@ -210,9 +250,9 @@ func (m *merger) namespace(ns string, o Origin) {
 	m.s.namespaces[ns] = append(m.s.namespaces[ns], o)
 }
 
-func (m *merger) namespaceScope(config string, scope edgev1.NamespaceScopeDownsyncs) {
+func (m *merger) namespaceScope(src source, scope edgev1.NamespaceScopeDownsyncs) {
 	for i, res := range scope.Resources {
-		origin := Origin{config, fmt.Sprintf("namespaceScope.resources[%d]", i)}
+		origin := src.origin(fmt.Sprintf("namespaceScope.resources[%d]", i))
 		if res.Resource == "" {
 			m.invalid(origin, "resource is empty")
 			continue
@@ -229,13 +269,13 @@ func (m *merger) namespaceScope(config string, scope edgev1.NamespaceScopeDownsy
 	}
 	// The Namespace objects named by namespaceScope are downsynced themselves.
 	for _, ns := range scope.Namespaces {
-		m.namespace(ns, Origin{config, "namespaceScope.namespaces"})
+		m.namespace(ns, src.origin("namespaceScope.namespaces"))
 	}
 }
 
-func (m *merger) namespacedObjects(config string, entries []edgev1.NamespaceScopeDownsyncObjects) {
+func (m *merger) namespacedObjects(src source, entries []edgev1.NamespaceScopeDownsyncObjects) {
 	for i, obj := range entries {
-		origin := Origin{config, fmt.Sprintf("namespacedObjects[%d]", i)}
+		origin := src.origin(fmt.Sprintf("namespacedObjects[%d]", i))
 		if obj.Resource == "" {
 			m.invalid(origin, "resource is empty")
 			continue
@@ -261,9 +301,9 @@ func (m *merger) namespacedObjects(config string, entries []edgev1.NamespaceScop
 	}
 }
 
-func (m *merger) clusterScope(config string, entries []edgev1.ClusterScopeDownsyncResource) {
+func (m *merger) clusterScope(src source, entries []edgev1.ClusterScopeDownsyncResource) {
 	for i, cs := range entries {
-		origin := Origin{config, fmt.Sprintf("clusterScope[%d]", i)}
+		origin := src.origin(fmt.Sprintf("clusterScope[%d]", i))
 		if cs.Resource == "" {
 			m.invalid(origin, "resource is empty")
 			continue

@@ -1,0 +1,154 @@
+package selection
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
+	"github.com/kubestellar/syncer/pkg/problem"
+)
+
+func esc(name string, spec edgev1.EdgeSyncConfigSpec) *edgev1.EdgeSyncConfig {
+	return &edgev1.EdgeSyncConfig{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 2}, Spec: spec}
+}
+
+// TestFromEdgeSyncConfig: each EdgeSyncConfig entry becomes the SyncerConfig entry that selects the
+// same objects, named by kind, and remembers which entry it comes from.
+func TestFromEdgeSyncConfig(t *testing.T) {
+	team := &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+	conv := edgev1.Conversion{
+		Upstream:   edgev1.EdgeSyncConfigResource{Kind: "CustomResourceDefinition", Group: "apiextensions.k8s.io", Name: "widgets.example.com.denatured"},
+		Downstream: edgev1.EdgeSyncConfigResource{Kind: "CustomResourceDefinition", Group: "apiextensions.k8s.io", Name: "widgets.example.com"},
+	}
+	tests := []struct {
+		name     string
+		spec     edgev1.EdgeSyncConfigSpec
+		want     edgev1.SyncerConfigSpec
+		fields   map[string]string
+		problems []string // kind and field of each problem
+	}{{
+		name: "cluster-scoped object",
+		spec: edgev1.EdgeSyncConfigSpec{DownSyncedResources: []edgev1.EdgeSyncConfigResource{
+			{Kind: "CustomResourceDefinition", Group: "apiextensions.k8s.io", Version: "v1", Name: "widgets.example.com"}}},
+		want: edgev1.SyncerConfigSpec{ClusterScope: []edgev1.ClusterScopeDownsyncResource{
+			{GroupResource: metav1.GroupResource{Group: "apiextensions.k8s.io"}, Kind: "CustomResourceDefinition", APIVersion: "v1", Objects: []string{"widgets.example.com"}}}},
+		fields: map[string]string{"clusterScope[0]": "downSyncedResources[0]"},
+	}, {
+		name: "namespaced object, with a label selector",
+		spec: edgev1.EdgeSyncConfigSpec{DownSyncedResources: []edgev1.EdgeSyncConfigResource{
+			{Kind: "ConfigMap", Version: "v1", Namespace: "app", Name: "settings", LabelSelector: team}}},
+		want: edgev1.SyncerConfigSpec{NamespacedObjects: []edgev1.NamespaceScopeDownsyncObjects{{Kind: "ConfigMap", APIVersion: "v1", LabelSelector: team,
+			ObjectsByNamespace: []edgev1.NamespaceAndNames{{Namespace: "app", Names: []string{"settings"}}}}}},
+		fields: map[string]string{"namespacedObjects[0]": "downSyncedResources[0]"},
+	}, {
+		name: `"*" as name and namespace; entries split between both lists keep their own index`,
+		spec: edgev1.EdgeSyncConfigSpec{DownSyncedResources: []edgev1.EdgeSyncConfigResource{
+			{Kind: "Deployment", Group: "apps", Namespace: "*", Name: "web"},
+			{Kind: "ClusterRole", Group: "rbac.authorization.k8s.io", Name: "*"},
+			{Kind: "Secret", Namespace: "app", Name: "*"}}},
+		want: edgev1.SyncerConfigSpec{
+			NamespacedObjects: []edgev1.NamespaceScopeDownsyncObjects{
+				{GroupResource: metav1.GroupResource{Group: "apps"}, Kind: "Deployment", ObjectsByNamespace: []edgev1.NamespaceAndNames{{Namespace: "*", Names: []string{"web"}}}},
+				{Kind: "Secret", ObjectsByNamespace: []edgev1.NamespaceAndNames{{Namespace: "app", Names: []string{"*"}}}}},
+			ClusterScope: []edgev1.ClusterScopeDownsyncResource{
+				{GroupResource: metav1.GroupResource{Group: "rbac.authorization.k8s.io"}, Kind: "ClusterRole", Objects: []string{"*"}}}},
+		fields: map[string]string{"namespacedObjects[0]": "downSyncedResources[0]", "clusterScope[0]": "downSyncedResources[1]",
+			"namespacedObjects[1]": "downSyncedResources[2]"},
+	}, {
+		name: "upsync, namespaced and cluster-scoped",
+		spec: edgev1.EdgeSyncConfigSpec{UpSyncedResources: []edgev1.EdgeSyncConfigResource{
+			{Kind: "PolicyReport", Group: "wgpolicyk8s.io", Version: "v1alpha2", Namespace: "*", Name: "*"},
+			{Kind: "ClusterPolicyReport", Group: "wgpolicyk8s.io", Name: "r"}}},
+		want: edgev1.SyncerConfigSpec{Upsync: []edgev1.UpsyncSet{
+			{APIGroup: "wgpolicyk8s.io", Kinds: []string{"PolicyReport"}, Namespaces: []string{"*"}, Names: []string{"*"}},
+			{APIGroup: "wgpolicyk8s.io", Kinds: []string{"ClusterPolicyReport"}, Names: []string{"r"}}}},
+		fields: map[string]string{"upsync[0]": "upSyncedResources[0]", "upsync[1]": "upSyncedResources[1]"},
+	}, {
+		name: "conversions are carried",
+		spec: edgev1.EdgeSyncConfigSpec{
+			DownSyncedResources: []edgev1.EdgeSyncConfigResource{{Kind: "CustomResourceDefinition", Group: "apiextensions.k8s.io", Name: "widgets.example.com.denatured"}},
+			Conversions:         []edgev1.Conversion{conv}},
+		want: edgev1.SyncerConfigSpec{
+			ClusterScope: []edgev1.ClusterScopeDownsyncResource{{GroupResource: metav1.GroupResource{Group: "apiextensions.k8s.io"}, Kind: "CustomResourceDefinition",
+				Objects: []string{"widgets.example.com.denatured"}}},
+			Conversions: []edgev1.Conversion{conv}},
+		fields: map[string]string{"clusterScope[0]": "downSyncedResources[0]"},
+	}, {
+		name: "entries without a name select nothing and are reported",
+		spec: edgev1.EdgeSyncConfigSpec{
+			DownSyncedResources: []edgev1.EdgeSyncConfigResource{{Kind: "ConfigMap", Namespace: "app"}, {Kind: "ConfigMap", Namespace: "app", Name: "x"}},
+			UpSyncedResources:   []edgev1.EdgeSyncConfigResource{{Kind: "ConfigMap", Namespace: "app"}}},
+		want: edgev1.SyncerConfigSpec{NamespacedObjects: []edgev1.NamespaceScopeDownsyncObjects{
+			{Kind: "ConfigMap", ObjectsByNamespace: []edgev1.NamespaceAndNames{{Namespace: "app", Names: []string{"x"}}}}}},
+		fields:   map[string]string{"namespacedObjects[0]": "downSyncedResources[1]"},
+		problems: []string{"EmptyEntry downSyncedResources[0]", "EmptyEntry upSyncedResources[0]"},
+	}, {
+		name:     "no entries",
+		spec:     edgev1.EdgeSyncConfigSpec{Conversions: []edgev1.Conversion{conv}},
+		want:     edgev1.SyncerConfigSpec{Conversions: []edgev1.Conversion{conv}},
+		fields:   map[string]string{},
+		problems: []string{"EmptyConfig "},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, fields, problems := FromEdgeSyncConfig(esc("legacy", tt.spec))
+			if got.Name != "legacy" || got.Generation != 2 {
+				t.Errorf("metadata not carried: %+v", got.ObjectMeta)
+			}
+			if d := cmp.Diff(tt.want, got.Spec); d != "" {
+				t.Errorf("spec (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tt.fields, fields); d != "" {
+				t.Errorf("fields (-want +got):\n%s", d)
+			}
+			var kinds []string
+			for _, p := range problems {
+				if p.ConfigKind != problem.EdgeSyncConfig || p.Config != "legacy" {
+					t.Errorf("problem not attributed to EdgeSyncConfig legacy: %+v", p)
+				}
+				kinds = append(kinds, string(p.Kind)+" "+p.Field)
+			}
+			if d := cmp.Diff(tt.problems, kinds); d != "" {
+				t.Errorf("problems (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestMergeNamesTheEdgeSyncConfig: a problem with an EdgeSyncConfig entry names the EdgeSyncConfig
+// and its own field, and is not shown on a SyncerConfig of the same name (nor the other way round).
+func TestMergeNamesTheEdgeSyncConfig(t *testing.T) {
+	sel, problems := Merge([]*edgev1.SyncerConfig{cfg("same", edgev1.SyncerConfigSpec{})},
+		esc("same", edgev1.EdgeSyncConfigSpec{DownSyncedResources: []edgev1.EdgeSyncConfigResource{
+			{Kind: "ConfigMap", Version: "v1", Namespace: "app", Name: "x"}, {Namespace: "app", Name: "nokind"}}}))
+	if sel == nil {
+		t.Fatal("no selection")
+	}
+	var fromESC, fromSC []problem.Problem
+	for _, p := range problems {
+		switch {
+		case p.Concerns(problem.EdgeSyncConfig, "same") && p.Field == "downSyncedResources[1]":
+			fromESC = append(fromESC, p)
+			if p.Concerns(problem.SyncerConfig, "same") {
+				t.Errorf("a problem of the EdgeSyncConfig shows on the SyncerConfig of the same name: %v", p)
+			}
+			if want := "EdgeSyncConfig same: downSyncedResources[1]: "; p.String()[:len(want)] != want {
+				t.Errorf("problem reads %q, want it to start with %q", p.String(), want)
+			}
+		case p.Concerns(problem.SyncerConfig, "same") && p.Kind == problem.EmptyConfig:
+			fromSC = append(fromSC, p)
+			if p.Concerns(problem.EdgeSyncConfig, "same") {
+				t.Errorf("a problem of the SyncerConfig shows on the EdgeSyncConfig of the same name: %v", p)
+			}
+		}
+	}
+	if len(fromESC) != 1 || fromESC[0].Kind != problem.InvalidConfig || len(fromSC) != 1 {
+		t.Errorf("want one InvalidConfig at EdgeSyncConfig same downSyncedResources[1], one EmptyConfig of SyncerConfig same; got %v", problem.Strings(problems))
+	}
+	// An EdgeSyncConfig returns status and propagates deletion of what it selects, as release-0.14 did.
+	if !sel.ReturnsStatus(configMaps, "app", "x") && sel.Matches(configMaps, "app", "x") {
+		t.Errorf("status return is off for an EdgeSyncConfig's object")
+	}
+}
