@@ -26,7 +26,7 @@ import (
 // the result ("clusterScope[0]") to the EdgeSyncConfig entry it comes from ("downSyncedResources[2]"),
 // so that problems point at what the user wrote.
 func FromEdgeSyncConfig(esc *edgev1.EdgeSyncConfig) (cfg *edgev1.SyncerConfig, fields map[string]string, problems []problem.Problem) {
-	cfg = &edgev1.SyncerConfig{ObjectMeta: *esc.ObjectMeta.DeepCopy()}
+	cfg = &edgev1.SyncerConfig{ObjectMeta: *esc.DeepCopy()}
 	fields = map[string]string{}
 	spec := &cfg.Spec
 	report := func(kind problem.Kind, field, reason string) {
