@@ -50,13 +50,14 @@ type Selection interface {
 	// Resource tells how a resource maps, if downsync looks after it (selected or a leftover).
 	Resource(gr schema.GroupResource) (Resource, bool)
 	// Matches tells whether an upstream object is selected.
-	Matches(gr schema.GroupResource, namespace, name string) bool
+	Matches(o selection.Object) bool
 	// NamesExplicitly tells whether a config names the object itself, not only through a wildcard.
-	NamesExplicitly(gr schema.GroupResource, namespace, name string) bool
-	// Mentions tells whether any config names the resource, served or not.
-	Mentions(gr schema.GroupResource) bool
+	NamesExplicitly(o selection.Object) bool
+	// Mentions tells whether any config names the resource (whose objects are of the kind, "" when
+	// unknown), served or not.
+	Mentions(gr schema.GroupResource, kind string) bool
 	// PropagatesDeletion tells whether a selected object's edge copy goes when the object goes.
-	PropagatesDeletion(gr schema.GroupResource, namespace, name string) bool
+	PropagatesDeletion(o selection.Object) bool
 	// NamespacedResources lists the selected namespaced resources read upstream.
 	NamespacedResources() []Resource
 }
@@ -124,14 +125,23 @@ func (c *Controller) Writes() *framework.Writes { return c.writes }
 func (c *Controller) Run(ctx context.Context, workers int) { c.queue.Run(ctx, workers) }
 
 // Relevant tells whether a key still concerns downsync: its resource is looked after and, when it is
-// read upstream, the object is selected. Conflicts and failures of other keys are pruned.
+// read upstream, the object is selected. Conflicts and failures of other keys are pruned. A key
+// whose upstream object the cache cannot show (gone, or not synced yet) is kept: its edge copy may
+// still have to go, and processing it settles that.
 func (c *Controller) Relevant(key framework.Key) bool {
 	gr := key.GVR.GroupResource()
 	r, ok := c.cfg.Selection.Resource(gr)
 	if !ok {
 		return false
 	}
-	return r.Upstream.Empty() || c.cfg.Selection.Matches(gr, key.Namespace, key.Name)
+	if r.Upstream.Empty() {
+		return true
+	}
+	up, synced, err := framework.Cached(c.cfg.UpstreamInformers, r.Upstream, key.Namespace, key.Name)
+	if err != nil || !synced || up == nil {
+		return true
+	}
+	return c.cfg.Selection.Matches(selection.ObjectOf(gr, up))
 }
 
 // Prune forgets the conflicts and failures of keys that are no longer Relevant: nothing processes

@@ -21,6 +21,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/logging"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/metrics"
+	"github.com/kubestellar/syncer/pkg/selection"
 )
 
 // process makes the downstream object of one key match its upstream counterpart: create or update it
@@ -48,10 +49,14 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 		}
 	}
 
-	selected := upObj != nil && upObj.GetDeletionTimestamp() == nil && c.cfg.Selection.Matches(gr, key.Namespace, key.Name)
+	var upSel selection.Object
+	if upObj != nil {
+		upSel = selection.ObjectOf(gr, upObj)
+	}
+	selected := upObj != nil && upObj.GetDeletionTimestamp() == nil && c.cfg.Selection.Matches(upSel)
 	markedUpsynced := selected && mapping.OwnedUpstream(upObj)
 	wanted := selected && !markedUpsynced // copies upsync wrote upstream are never downsynced back
-	if wanted && mapping.SystemObject(gr, upObj) && !c.cfg.Selection.NamesExplicitly(gr, key.Namespace, key.Name) {
+	if wanted && mapping.SystemObject(gr, upObj) && !c.cfg.Selection.NamesExplicitly(upSel) {
 		// The apiserver's own object (root CA, default ServiceAccount, token): each side has its own.
 		logger.V(logging.Skip).Info("Not downsyncing an object the apiserver makes itself; name it explicitly to sync it")
 		wanted = false
@@ -59,7 +64,7 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	if wanted {
 		return c.apply(ctx, key, r, upObj, downObj)
 	}
-	if r.Upstream.Empty() && c.cfg.Selection.Mentions(gr) {
+	if r.Upstream.Empty() && downObj != nil && c.cfg.Selection.Mentions(gr, downObj.GetKind()) {
 		// Selected, but the API is not served upstream right now: hold, never delete on a guess.
 		logger.V(logging.Skip).Info("Holding: resource selected but not served upstream")
 		return 0, nil
@@ -108,7 +113,7 @@ func (c *Controller) delete(ctx context.Context, key framework.Key, r Resource, 
 func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, upObj, downObj *unstructured.Unstructured) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
 	opts := c.cfg.Mapping
-	opts.KeepOnDelete = !c.cfg.Selection.PropagatesDeletion(key.GVR.GroupResource(), key.Namespace, key.Name)
+	opts.KeepOnDelete = !c.cfg.Selection.PropagatesDeletion(selection.ObjectOf(key.GVR.GroupResource(), upObj))
 	desired, err := mapping.ToDownstream(upObj, opts)
 	if err != nil {
 		c.cfg.Metrics.Writes.WithLabelValues(metrics.Downsync, key.GVR.GroupResource().String(), metrics.Error).Inc()

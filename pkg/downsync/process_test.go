@@ -48,16 +48,12 @@ func (v *view) Resource(gr schema.GroupResource) (Resource, bool) {
 	r, ok := v.resources[gr]
 	return r, ok
 }
-func (v *view) Matches(gr schema.GroupResource, ns, name string) bool {
-	return v.sel.Matches(gr, ns, name)
+func (v *view) Matches(o selection.Object) bool { return v.sel.Matches(o) }
+func (v *view) Mentions(gr schema.GroupResource, kind string) bool {
+	return v.sel.Mentions(gr, kind)
 }
-func (v *view) Mentions(gr schema.GroupResource) bool { return v.sel.Mentions(gr) }
-func (v *view) PropagatesDeletion(gr schema.GroupResource, ns, name string) bool {
-	return v.sel.PropagatesDeletion(gr, ns, name)
-}
-func (v *view) NamesExplicitly(gr schema.GroupResource, ns, name string) bool {
-	return v.sel.NamesExplicitly(gr, ns, name)
-}
+func (v *view) PropagatesDeletion(o selection.Object) bool { return v.sel.PropagatesDeletion(o) }
+func (v *view) NamesExplicitly(o selection.Object) bool    { return v.sel.NamesExplicitly(o) }
 func (v *view) NamespacedResources() []Resource {
 	var out []Resource
 	for _, r := range v.resources {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
 	"github.com/kubestellar/syncer/pkg/problem"
@@ -147,8 +148,40 @@ func TestMergeNamesTheEdgeSyncConfig(t *testing.T) {
 	if len(fromESC) != 1 || fromESC[0].Kind != problem.InvalidConfig || len(fromSC) != 1 {
 		t.Errorf("want one InvalidConfig at EdgeSyncConfig same downSyncedResources[1], one EmptyConfig of SyncerConfig same; got %v", problem.Strings(problems))
 	}
-	// An EdgeSyncConfig returns status and propagates deletion of what it selects, as release-0.14 did.
-	if !sel.ReturnsStatus(configMaps, "app", "x") && sel.Matches(configMaps, "app", "x") {
-		t.Errorf("status return is off for an EdgeSyncConfig's object")
+}
+
+// TestEdgeSyncConfigSelects: an EdgeSyncConfig alone selects its objects by kind, for downsync (with
+// status return and deletion propagation, as release-0.14 did) and upsync, and resolves against
+// discovery like a SyncerConfig.
+func TestEdgeSyncConfigSelects(t *testing.T) {
+	sel, problems := Merge(nil, esc("legacy", edgev1.EdgeSyncConfigSpec{
+		DownSyncedResources: []edgev1.EdgeSyncConfigResource{
+			{Kind: "ConfigMap", Version: "v1", Namespace: "app", Name: "settings"},
+			{Kind: "Gadget", Group: "example.com", Name: "*"}},
+		UpSyncedResources: []edgev1.EdgeSyncConfigResource{{Kind: "Deployment", Group: "apps", Namespace: "*", Name: "report"}}}))
+	if len(problems) != 0 {
+		t.Fatalf("problems: %v", problem.Strings(problems))
+	}
+	gadgets := schema.GroupResource{Group: "example.com", Resource: "gadgets"}
+	for _, o := range []Object{kinded(configMaps, "ConfigMap", "app", "settings"), kinded(gadgets, "Gadget", "", "any"),
+		kinded(NamespacesResource, "Namespace", "", "app")} {
+		if !sel.Matches(o) || !sel.PropagatesDeletion(o) || (o.Resource != NamespacesResource && !sel.ReturnsStatus(o)) {
+			t.Errorf("%v: matches %v, propagates deletion %v, returns status %v", o, sel.Matches(o), sel.PropagatesDeletion(o), sel.ReturnsStatus(o))
+		}
+	}
+	for _, o := range []Object{kinded(configMaps, "ConfigMap", "app", "other"), kinded(configMaps, "ConfigMap", "elsewhere", "settings")} {
+		if sel.Matches(o) {
+			t.Errorf("%v is selected", o)
+		}
+	}
+	if !sel.UpsyncMatches(kinded(deployments, "Deployment", "any", "report")) || sel.UpsyncMatches(kinded(deployments, "Deployment", "any", "web")) {
+		t.Errorf("upsync of Deployment report wrong")
+	}
+	resources, problems := Resolve(sel, index(), index())
+	if _, ok := resources[gadgets]; !ok || resources[configMaps] == nil || len(problems) != 0 {
+		t.Errorf("resolved %v, problems %v", resources, problem.Strings(problems))
+	}
+	if up, problems := ResolveUpsync(sel, index(), index()); up[deployments] == nil || len(problems) != 0 {
+		t.Errorf("upsync resolved %v, problems %v", up, problem.Strings(problems))
 	}
 }

@@ -177,9 +177,22 @@ func Resolve(sel *Selection, up, down *Index) (map[schema.GroupResource]*Resourc
 			continue
 		}
 		gr := schema.GroupResource{Group: req.Group, Resource: req.Resource}
+		if req.Resource == "" {
+			var ok bool
+			if gr, ok = up.resourceOfKind(req.Group, req.Kind); !ok {
+				problems = append(problems, req.problems(problem.UnknownResource, schema.GroupResource{Group: req.Group, Resource: req.Kind},
+					fmt.Sprintf("kind %q is not served upstream in group %q (yet)%s", req.Kind, req.Group, up.kindHint(req.Group, req.Kind)))...)
+				continue
+			}
+		}
 		r, ok := up.Lookup(gr, req.Version)
 		if !ok {
 			problems = append(problems, req.problems(problem.UnknownResource, gr, up.notServed(gr))...)
+			continue
+		}
+		if req.Kind != "" && r.Kind != req.Kind {
+			problems = append(problems, req.problems(problem.InvalidConfig, gr,
+				fmt.Sprintf("kind %q and resource %q disagree: the objects of %q are of kind %q", req.Kind, gr.Resource, gr.String(), r.Kind))...)
 			continue
 		}
 		if r.Namespaced != req.Namespaced {
@@ -209,6 +222,33 @@ func (idx *Index) notServed(gr schema.GroupResource) string {
 		}
 	}
 	return fmt.Sprintf("resource %q is not served upstream (yet): no CRD or APIBinding provides it there; its objects wait until one does", gr.String())
+}
+
+// resourceOfKind finds the resource whose objects are of the kind in the group (the first by name,
+// should several be).
+func (idx *Index) resourceOfKind(group, kind string) (schema.GroupResource, bool) {
+	var found []string
+	for _, r := range idx.byGroup[group] {
+		if r.Kind == kind {
+			found = append(found, r.GVR.Resource)
+		}
+	}
+	if len(found) == 0 {
+		return schema.GroupResource{}, false
+	}
+	sort.Strings(found)
+	return schema.GroupResource{Group: group, Resource: found[0]}, true
+}
+
+// kindHint is a suggestion for a kind nothing in the group serves: the kind meant, when the name
+// given is a resource's plural or differs from its kind only in case.
+func (idx *Index) kindHint(group, kind string) string {
+	for _, r := range idx.byGroup[group] {
+		if strings.EqualFold(r.Kind, kind) || r.GVR.Resource == kind {
+			return fmt.Sprintf("; did you mean kind %q (kinds are singular and CamelCase)?", r.Kind)
+		}
+	}
+	return ""
 }
 
 func scopeWord(namespaced bool) string {

@@ -2,9 +2,13 @@ package selection
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 
@@ -19,13 +23,13 @@ const wildcard = edgev1.Wildcard
 
 // Selection is the union of all SyncerConfigs. It is immutable once built.
 type Selection struct {
-	rules map[schema.GroupResource]*rule
+	rules ruleSet
 	// statusRules select the objects whose status is returned: those of the configs that did not
 	// switch status return off.
-	statusRules map[schema.GroupResource]*rule
+	statusRules ruleSet
 	// deleteRules select the objects whose edge copies are deleted with them: those of the configs
 	// that did not set propagateDeletion to false.
-	deleteRules map[schema.GroupResource]*rule
+	deleteRules ruleSet
 	requests    []Request
 	upsync      []upsyncEntry
 	// namespaces are the namespaces the configs name (not "*"), with the entries that name them.
@@ -40,10 +44,52 @@ func (s *Selection) NamedNamespaces() map[string][]Origin {
 	return s.namespaces
 }
 
+// Object is what matching needs to know of an object: its resource and kind (objects are matched by
+// either, as the configs name them), where it is, and its labels and annotations.
+type Object struct {
+	Resource    schema.GroupResource
+	Kind        string
+	Namespace   string
+	Name        string
+	Labels      labels.Labels
+	Annotations labels.Labels
+}
+
+// ObjectOf describes an object read from a cache for matching. It copies nothing: the labels and
+// annotations are read in place, so the object must not change while the result is in use.
+func ObjectOf(gr schema.GroupResource, u *unstructured.Unstructured) Object {
+	o := Object{Resource: gr, Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
+	if m, ok := u.Object["metadata"].(map[string]interface{}); ok {
+		o.Labels = stringMap(asMap(m["labels"]))
+		o.Annotations = stringMap(asMap(m["annotations"]))
+	}
+	return o
+}
+
+func asMap(v interface{}) map[string]interface{} {
+	m, _ := v.(map[string]interface{})
+	return m
+}
+
+// stringMap shows an unstructured object's labels or annotations as labels.Labels without copying
+// them.
+type stringMap map[string]interface{}
+
+func (m stringMap) Has(key string) bool { _, ok := m[key]; return ok }
+
+func (m stringMap) Get(key string) string { v, _ := m.Lookup(key); return v }
+
+func (m stringMap) Lookup(key string) (string, bool) {
+	v, ok := m[key]
+	s, _ := v.(string)
+	return s, ok
+}
+
 // upsyncEntry is one spec.upsync[] entry and where it comes from.
 type upsyncEntry struct {
 	edgev1.UpsyncSet
 	origin Origin
+	filter filter
 }
 
 // Origin is where a request comes from: a config and the field in it.
@@ -63,8 +109,11 @@ func (o Origin) Problem(kind problem.Kind, gr schema.GroupResource, reason strin
 // Request is one resource named by a config, before resolution against discovery.
 type Request struct {
 	Group    string
-	Resource string // a plural resource name, or "*"
-	Version  string // may be empty
+	Resource string // a plural resource name, "*", or empty when Kind names the resource
+	// Kind names the resource by its objects' kind instead of Resource; with Resource, it must be
+	// that resource's kind.
+	Kind    string
+	Version string // may be empty
 	// Namespaced tells which part of the config named it: namespaceScope and namespacedObjects name
 	// namespaced resources, clusterScope cluster-scoped ones.
 	Namespaced bool
@@ -81,10 +130,13 @@ func (r Request) problems(kind problem.Kind, gr schema.GroupResource, reason str
 	return out
 }
 
-// rule is what the merged configs select of one GroupResource (or of every resource of a group, for
-// resource "*"). Namespaced and cluster-scoped parts are kept apart; which one applies follows from
-// whether the object has a namespace.
+// rule is what the merged entries with one kind constraint and one filter select of one resource
+// (or of every resource of a group, for resource "*"; or of one kind). Namespaced and
+// cluster-scoped parts are kept apart; which one applies follows from whether the object has a
+// namespace.
 type rule struct {
+	kind          string // when set (an entry naming both resource and kind), only objects of this kind
+	filter        filter
 	allNamespaces bool                        // namespaceScope namespaces "*"
 	namespaces    sets.Set[string]            // namespaceScope: every object in these namespaces
 	objects       map[string]sets.Set[string] // namespacedObjects: namespace (or "*") -> names (may hold "*")
@@ -92,11 +144,21 @@ type rule struct {
 	clusterNames  sets.Set[string]
 }
 
-func newRule() *rule {
-	return &rule{namespaces: sets.New[string](), objects: map[string]sets.Set[string]{}, clusterNames: sets.New[string]()}
+func newRule(kind string, f filter) *rule {
+	return &rule{kind: kind, filter: f, namespaces: sets.New[string](), objects: map[string]sets.Set[string]{}, clusterNames: sets.New[string]()}
 }
 
-func (r *rule) matches(namespace, name string) bool {
+func (r *rule) empty() bool {
+	return !r.allNamespaces && r.namespaces.Len() == 0 && len(r.objects) == 0 && !r.clusterAll && r.clusterNames.Len() == 0
+}
+
+// matches tells whether the rule selects the object: its kind, namespace and name, then its
+// selectors (the costly part, last).
+func (r *rule) matches(o Object) bool {
+	return (r.kind == "" || r.kind == o.Kind) && r.matchesName(o.Namespace, o.Name) && r.filter.matches(o)
+}
+
+func (r *rule) matchesName(namespace, name string) bool {
 	if namespace == "" {
 		return r.clusterAll || r.clusterNames.Has(name)
 	}
@@ -111,23 +173,90 @@ func (r *rule) matches(namespace, name string) bool {
 	return false
 }
 
-// namesExplicitly tells whether the rule names the object itself — by its name in namespacedObjects
-// or clusterScope — rather than selecting it through a wildcard or a whole namespace.
-func (r *rule) namesExplicitly(namespace, name string) bool {
-	if namespace == "" {
-		return r.clusterNames.Has(name)
+// namesExplicitly tells whether the rule selects the object and names it itself — by its name in
+// namespacedObjects or clusterScope — rather than selecting it through a wildcard or a whole
+// namespace.
+func (r *rule) namesExplicitly(o Object) bool {
+	named := false
+	if o.Namespace == "" {
+		named = r.clusterNames.Has(o.Name)
+	} else {
+		for _, ns := range []string{o.Namespace, wildcard} {
+			if names, ok := r.objects[ns]; ok && names.Has(o.Name) {
+				named = true
+			}
+		}
 	}
-	for _, ns := range []string{namespace, wildcard} {
-		if names, ok := r.objects[ns]; ok && names.Has(name) {
+	return named && (r.kind == "" || r.kind == o.Kind) && r.filter.matches(o)
+}
+
+// ruleSet holds the rules by what they are keyed on: a resource (or "*" of a group), or a kind.
+type ruleSet struct {
+	byResource map[schema.GroupResource][]*rule
+	byKind     map[schema.GroupKind][]*rule
+}
+
+func newRuleSet() ruleSet {
+	return ruleSet{byResource: map[schema.GroupResource][]*rule{}, byKind: map[schema.GroupKind][]*rule{}}
+}
+
+// any tells whether a rule that could concern the object satisfies the test: the rules of its
+// resource, of "*" in its group (never for Namespaces, which are selected only by name), and of its
+// kind.
+func (rs ruleSet) any(o Object, test func(*rule) bool) bool {
+	for _, r := range rs.byResource[o.Resource] {
+		if test(r) {
 			return true
+		}
+	}
+	if o.Resource != NamespacesResource {
+		for _, r := range rs.byResource[schema.GroupResource{Group: o.Resource.Group, Resource: wildcard}] {
+			if test(r) {
+				return true
+			}
+		}
+	}
+	if o.Kind != "" {
+		for _, r := range rs.byKind[schema.GroupKind{Group: o.Resource.Group, Kind: o.Kind}] {
+			if test(r) {
+				return true
+			}
 		}
 	}
 	return false
 }
 
+// target is the rule an entry adds to: the one with the same key, kind constraint and filter.
+func (rs ruleSet) target(gr schema.GroupResource, kind string, f filter) *rule {
+	if gr.Resource == "" {
+		gk := schema.GroupKind{Group: gr.Group, Kind: kind}
+		r := findRule(rs.byKind[gk], "", f)
+		if r == nil {
+			r = newRule("", f)
+			rs.byKind[gk] = append(rs.byKind[gk], r)
+		}
+		return r
+	}
+	r := findRule(rs.byResource[gr], kind, f)
+	if r == nil {
+		r = newRule(kind, f)
+		rs.byResource[gr] = append(rs.byResource[gr], r)
+	}
+	return r
+}
+
+func findRule(rules []*rule, kind string, f filter) *rule {
+	for _, r := range rules {
+		if r.kind == kind && r.filter.key == f.key {
+			return r
+		}
+	}
+	return nil
+}
+
 // Merge builds the Selection from every SyncerConfig and EdgeSyncConfig (each read as
-// FromEdgeSyncConfig converts it): one union. Entries with no resource name are reported as problems
-// and skipped; the rest still counts.
+// FromEdgeSyncConfig converts it): one union. Entries with no resource or kind are reported as
+// problems and skipped; the rest still counts.
 func Merge(configs []*edgev1.SyncerConfig, edgeConfigs ...*edgev1.EdgeSyncConfig) (*Selection, []problem.Problem) {
 	sources := make([]source, 0, len(configs)+len(edgeConfigs))
 	for _, cfg := range configs {
@@ -163,7 +292,7 @@ func (src source) origin(field string) Origin {
 }
 
 // subsetRules are the rules of the configs whose spec has the property: a union, like the whole.
-func subsetRules(s *Selection, sources []source, has func(*edgev1.SyncerConfigSpec) bool) map[schema.GroupResource]*rule {
+func subsetRules(s *Selection, sources []source, has func(*edgev1.SyncerConfigSpec) bool) ruleSet {
 	var subset []source
 	for _, src := range sources {
 		if has(&src.cfg.Spec) {
@@ -178,8 +307,8 @@ func subsetRules(s *Selection, sources []source, has func(*edgev1.SyncerConfigSp
 }
 
 func merge(sources []source) (*Selection, []problem.Problem) {
-	m := &merger{s: &Selection{rules: map[schema.GroupResource]*rule{}}, seen: map[requestKey]int{}}
-	m.nsRule = m.s.rule(NamespacesResource)
+	m := &merger{s: &Selection{rules: newRuleSet()}, seen: map[requestKey]int{}}
+	m.nsRule = m.s.rules.target(NamespacesResource, "", filter{})
 	sorted := append([]source(nil), sources...)
 	sort.Slice(sorted, func(i, j int) bool {
 		a, b := sorted[i], sorted[j]
@@ -195,14 +324,17 @@ func merge(sources []source) (*Selection, []problem.Problem) {
 		m.namespaceScope(src, spec.NamespaceScope)
 		m.namespacedObjects(src, spec.NamespacedObjects)
 		m.clusterScope(src, spec.ClusterScope)
-		for i, u := range spec.Upsync {
-			m.s.upsync = append(m.s.upsync, upsyncEntry{UpsyncSet: u, origin: src.origin(fmt.Sprintf("upsync[%d]", i))})
-		}
+		m.upsync(src, spec.Upsync)
 	}
-	if m.nsRule.clusterAll || m.nsRule.clusterNames.Len() > 0 {
+	if !m.nsRule.empty() {
 		m.request(Request{Resource: NamespacesResource.Resource, Version: "v1", Namespaced: false}, Origin{Field: "namespaces of the selected objects"})
 	} else {
-		delete(m.s.rules, NamespacesResource)
+		rest := slices.DeleteFunc(m.s.rules.byResource[NamespacesResource], func(r *rule) bool { return r == m.nsRule })
+		if len(rest) == 0 {
+			delete(m.s.rules.byResource, NamespacesResource)
+		} else {
+			m.s.rules.byResource[NamespacesResource] = rest
+		}
 	}
 	return m.s, m.problems
 }
@@ -216,8 +348,8 @@ type merger struct {
 }
 
 type requestKey struct {
-	group, resource, version string
-	namespaced               bool
+	group, resource, kind, version string
+	namespaced                     bool
 }
 
 func (m *merger) invalid(o Origin, reason string) {
@@ -227,7 +359,7 @@ func (m *merger) invalid(o Origin, reason string) {
 // request records that a config entry names a resource; one request per resource and version, with
 // every entry that names it.
 func (m *merger) request(r Request, o Origin) {
-	key := requestKey{r.Group, r.Resource, r.Version, r.Namespaced}
+	key := requestKey{r.Group, r.Resource, r.Kind, r.Version, r.Namespaced}
 	if i, ok := m.seen[key]; ok {
 		m.s.requests[i].Origins = append(m.s.requests[i].Origins, o)
 		return
@@ -235,6 +367,36 @@ func (m *merger) request(r Request, o Origin) {
 	m.seen[key] = len(m.s.requests)
 	r.Origins = []Origin{o}
 	m.s.requests = append(m.s.requests, r)
+}
+
+// entry is what every downsync entry has: the resource (by name, kind or both), its version and its
+// selectors.
+type entry struct {
+	group, resource, kind, version string
+	labels, annotations            *metav1.LabelSelector
+}
+
+// rule checks an entry, requests its resource and returns the rule its objects go to; nil (with the
+// problem reported) when the entry cannot be used. A kind of "*" is the resource "*"; the resource
+// "*" with a kind is that kind.
+func (m *merger) rule(o Origin, e entry, namespaced bool) *rule {
+	resource, kind := e.resource, e.kind
+	switch {
+	case kind == wildcard:
+		kind = ""
+		if resource == "" {
+			resource = wildcard
+		}
+	case resource == wildcard && kind != "":
+		resource = ""
+	}
+	if resource == "" && kind == "" {
+		m.invalid(o, "resource and kind are empty: name the resource by one of them")
+		return nil
+	}
+	f := filter{}
+	m.request(Request{Group: e.group, Resource: resource, Kind: kind, Version: e.version, Namespaced: namespaced}, o)
+	return m.s.rules.target(schema.GroupResource{Group: e.group, Resource: resource}, kind, f)
 }
 
 // namespace selects a Namespace object (or all, for "*"), named by a config entry.
@@ -253,11 +415,10 @@ func (m *merger) namespace(ns string, o Origin) {
 func (m *merger) namespaceScope(src source, scope edgev1.NamespaceScopeDownsyncs) {
 	for i, res := range scope.Resources {
 		origin := src.origin(fmt.Sprintf("namespaceScope.resources[%d]", i))
-		if res.Resource == "" {
-			m.invalid(origin, "resource is empty")
+		r := m.rule(origin, entry{res.Group, res.Resource, res.Kind, res.APIVersion, res.LabelSelector, res.AnnotationSelector}, true)
+		if r == nil {
 			continue
 		}
-		r := m.s.rule(schema.GroupResource{Group: res.Group, Resource: res.Resource})
 		for _, ns := range scope.Namespaces {
 			if ns == wildcard {
 				r.allNamespaces = true
@@ -265,7 +426,6 @@ func (m *merger) namespaceScope(src source, scope edgev1.NamespaceScopeDownsyncs
 				r.namespaces.Insert(ns)
 			}
 		}
-		m.request(Request{Group: res.Group, Resource: res.Resource, Version: res.APIVersion, Namespaced: true}, origin)
 	}
 	// The Namespace objects named by namespaceScope are downsynced themselves.
 	for _, ns := range scope.Namespaces {
@@ -276,11 +436,10 @@ func (m *merger) namespaceScope(src source, scope edgev1.NamespaceScopeDownsyncs
 func (m *merger) namespacedObjects(src source, entries []edgev1.NamespaceScopeDownsyncObjects) {
 	for i, obj := range entries {
 		origin := src.origin(fmt.Sprintf("namespacedObjects[%d]", i))
-		if obj.Resource == "" {
-			m.invalid(origin, "resource is empty")
+		r := m.rule(origin, entry{obj.Group, obj.Resource, obj.Kind, obj.APIVersion, obj.LabelSelector, obj.AnnotationSelector}, true)
+		if r == nil {
 			continue
 		}
-		r := m.s.rule(schema.GroupResource{Group: obj.Group, Resource: obj.Resource})
 		for _, byNS := range obj.ObjectsByNamespace {
 			if byNS.Namespace == "" {
 				m.invalid(origin, "objectsByNamespace entry without namespace")
@@ -297,18 +456,16 @@ func (m *merger) namespacedObjects(src source, entries []edgev1.NamespaceScopeDo
 			names.Insert(byNS.Names...)
 			m.namespace(byNS.Namespace, origin)
 		}
-		m.request(Request{Group: obj.Group, Resource: obj.Resource, Version: obj.APIVersion, Namespaced: true}, origin)
 	}
 }
 
 func (m *merger) clusterScope(src source, entries []edgev1.ClusterScopeDownsyncResource) {
 	for i, cs := range entries {
 		origin := src.origin(fmt.Sprintf("clusterScope[%d]", i))
-		if cs.Resource == "" {
-			m.invalid(origin, "resource is empty")
+		r := m.rule(origin, entry{cs.Group, cs.Resource, cs.Kind, cs.APIVersion, cs.LabelSelector, cs.AnnotationSelector}, false)
+		if r == nil {
 			continue
 		}
-		r := m.s.rule(schema.GroupResource{Group: cs.Group, Resource: cs.Resource})
 		if cs.Objects == nil { // omitted means all, as in release-0.14
 			r.clusterAll = true
 		}
@@ -319,75 +476,52 @@ func (m *merger) clusterScope(src source, entries []edgev1.ClusterScopeDownsyncR
 				r.clusterNames.Insert(name)
 			}
 		}
-		m.request(Request{Group: cs.Group, Resource: cs.Resource, Version: cs.APIVersion, Namespaced: false}, origin)
 	}
 }
 
-func (s *Selection) rule(gr schema.GroupResource) *rule {
-	r, ok := s.rules[gr]
-	if !ok {
-		r = newRule()
-		s.rules[gr] = r
+func (m *merger) upsync(src source, entries []edgev1.UpsyncSet) {
+	for i, u := range entries {
+		origin := src.origin(fmt.Sprintf("upsync[%d]", i))
+		m.s.upsync = append(m.s.upsync, upsyncEntry{UpsyncSet: u, origin: origin})
 	}
-	return r
 }
 
 // Requests lists the resources the configs name, in a stable order.
 func (s *Selection) Requests() []Request { return s.requests }
 
-// Mentions tells whether any config names the resource, directly or through "*" in its group.
-func (s *Selection) Mentions(gr schema.GroupResource) bool {
+// Mentions tells whether any config names the resource, directly, through "*" in its group, or by
+// its kind (the kind of its objects, "" when unknown).
+func (s *Selection) Mentions(gr schema.GroupResource, kind string) bool {
 	if s == nil {
 		return false
 	}
-	_, direct := s.rules[gr]
-	_, any := s.rules[schema.GroupResource{Group: gr.Group, Resource: wildcard}]
-	return direct || any
+	_, direct := s.rules.byResource[gr]
+	_, any := s.rules.byResource[schema.GroupResource{Group: gr.Group, Resource: wildcard}]
+	_, byKind := s.rules.byKind[schema.GroupKind{Group: gr.Group, Kind: kind}]
+	return direct || any || (kind != "" && byKind)
 }
 
-// Matches tells whether the object of the given resource, namespace ("" for cluster-scoped) and name
-// is selected for downsync. It needs no discovery.
-func (s *Selection) Matches(gr schema.GroupResource, namespace, name string) bool {
-	return s != nil && matchRules(s.rules, gr, namespace, name)
+// Matches tells whether the object is selected for downsync. It needs no discovery.
+func (s *Selection) Matches(o Object) bool {
+	return s != nil && s.rules.any(o, func(r *rule) bool { return r.matches(o) })
 }
 
-func matchRules(rules map[schema.GroupResource]*rule, gr schema.GroupResource, namespace, name string) bool {
-	if r, ok := rules[gr]; ok && r.matches(namespace, name) {
-		return true
-	}
-	if gr == NamespacesResource {
-		return false
-	}
-	if r, ok := rules[schema.GroupResource{Group: gr.Group, Resource: wildcard}]; ok && r.matches(namespace, name) {
-		return true
-	}
-	return false
-}
-
-// NamesExplicitly tells whether a config names the object itself (in namespacedObjects or
+// NamesExplicitly tells whether a config selects the object by naming it (in namespacedObjects or
 // clusterScope), not only through "*" or a whole namespace. Objects apiservers make themselves (see
 // mapping.SystemObject) are downsynced only when named so.
-func (s *Selection) NamesExplicitly(gr schema.GroupResource, namespace, name string) bool {
-	if s == nil {
-		return false
-	}
-	for _, key := range []schema.GroupResource{gr, {Group: gr.Group, Resource: wildcard}} {
-		if r, ok := s.rules[key]; ok && r.namesExplicitly(namespace, name) {
-			return true
-		}
-	}
-	return false
+func (s *Selection) NamesExplicitly(o Object) bool {
+	return s != nil && s.rules.any(o, func(r *rule) bool { return r.namesExplicitly(o) })
 }
 
 // ReturnsStatus tells whether the status of a downsynced object is to be written back upstream.
-func (s *Selection) ReturnsStatus(gr schema.GroupResource, namespace, name string) bool {
-	return s != nil && matchRules(s.statusRules, gr, namespace, name)
+func (s *Selection) ReturnsStatus(o Object) bool {
+	return s != nil && s.statusRules.any(o, func(r *rule) bool { return r.matches(o) })
 }
 
 // PropagatesDeletion tells whether the edge copy of a downsynced object is deleted when the object
 // is deleted upstream or leaves the selection (no config selecting it set propagateDeletion false).
-func (s *Selection) PropagatesDeletion(gr schema.GroupResource, namespace, name string) bool {
-	return s == nil || matchRules(s.deleteRules, gr, namespace, name)
+func (s *Selection) PropagatesDeletion(o Object) bool {
+	return s == nil || s.deleteRules.any(o, func(r *rule) bool { return r.matches(o) })
 }
 
 // Equal tells whether two selections select the same objects. Config names and entry order do not
@@ -401,37 +535,53 @@ func (s *Selection) Equal(o *Selection) bool {
 
 func (s *Selection) fingerprint() string {
 	var b strings.Builder
-	writeRules(&b, s.rules)
+	s.rules.write(&b)
 	b.WriteString("status:")
-	writeRules(&b, s.statusRules)
+	s.statusRules.write(&b)
 	b.WriteString("delete:")
-	writeRules(&b, s.deleteRules)
+	s.deleteRules.write(&b)
 	for _, r := range s.requests {
-		fmt.Fprintf(&b, "%s/%s/%s/%v;", r.Group, r.Version, r.Resource, r.Namespaced)
+		fmt.Fprintf(&b, "%s/%s/%s/%s/%v;", r.Group, r.Version, r.Resource, r.Kind, r.Namespaced)
 	}
 	for _, u := range s.upsync {
-		fmt.Fprintf(&b, "%v", u.UpsyncSet)
+		fmt.Fprintf(&b, "%q|%q|%q|%q|%q|%s;", u.APIGroup, u.Resources, u.Kinds, u.Namespaces, u.Names, u.filter.key)
 	}
 	return b.String()
 }
 
-func writeRules(b *strings.Builder, rules map[schema.GroupResource]*rule) {
-	grs := make([]schema.GroupResource, 0, len(rules))
-	for gr := range rules {
-		grs = append(grs, gr)
+func (rs ruleSet) write(b *strings.Builder) {
+	keys := make([]string, 0, len(rs.byResource)+len(rs.byKind))
+	rules := map[string][]*rule{}
+	for gr, r := range rs.byResource {
+		keys = append(keys, "resource "+gr.String())
+		rules["resource "+gr.String()] = r
 	}
-	sort.Slice(grs, func(i, j int) bool { return grs[i].String() < grs[j].String() })
-	for _, gr := range grs {
-		r := rules[gr]
-		fmt.Fprintf(b, "%s|%v|%v|%v|%v|", gr, r.allNamespaces, sets.List(r.namespaces), r.clusterAll, sets.List(r.clusterNames))
-		nss := make([]string, 0, len(r.objects))
-		for ns := range r.objects {
-			nss = append(nss, ns)
-		}
-		sort.Strings(nss)
-		for _, ns := range nss {
-			fmt.Fprintf(b, "%s=%v,", ns, sets.List(r.objects[ns]))
-		}
-		b.WriteString(";")
+	for gk, r := range rs.byKind {
+		keys = append(keys, "kind "+gk.String())
+		rules["kind "+gk.String()] = r
 	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		texts := make([]string, 0, len(rules[key]))
+		for _, r := range rules[key] {
+			texts = append(texts, r.String())
+		}
+		sort.Strings(texts) // rules of one key come in config order
+		fmt.Fprintf(b, "%s:%v;", key, texts)
+	}
+}
+
+// String renders what the rule selects, canonically.
+func (r *rule) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%q|%q|%v|%v|%v|%v|", r.kind, r.filter.key, r.allNamespaces, sets.List(r.namespaces), r.clusterAll, sets.List(r.clusterNames))
+	nss := make([]string, 0, len(r.objects))
+	for ns := range r.objects {
+		nss = append(nss, ns)
+	}
+	sort.Strings(nss)
+	for _, ns := range nss {
+		fmt.Fprintf(&b, "%s=%v,", ns, sets.List(r.objects[ns]))
+	}
+	return b.String()
 }

@@ -82,14 +82,14 @@ func TestMatches(t *testing.T) {
 		{schema.GroupResource{Group: "policy.example.com", Resource: "policies"}, "policy", "p", true},
 		{schema.GroupResource{Group: "policy.example.com", Resource: "policies"}, "web", "p", false},
 	} {
-		if got := sel.Matches(tc.gr, tc.namespace, tc.name); got != tc.want {
+		if got := sel.Matches(obj(tc.gr, tc.namespace, tc.name)); got != tc.want {
 			t.Errorf("Matches(%s, %q, %q) = %v, want %v", tc.gr, tc.namespace, tc.name, got, tc.want)
 		}
 	}
-	if !sel.Mentions(schema.GroupResource{Group: "policy.example.com", Resource: "anything"}) {
+	if !sel.Mentions(schema.GroupResource{Group: "policy.example.com", Resource: "anything"}, "") {
 		t.Error("a resource of a group selected with \"*\" is not mentioned")
 	}
-	if sel.Mentions(schema.GroupResource{Group: "batch", Resource: "jobs"}) {
+	if sel.Mentions(schema.GroupResource{Group: "batch", Resource: "jobs"}, "") {
 		t.Error("batch/jobs is mentioned")
 	}
 }
@@ -99,7 +99,7 @@ func TestNamespaceWildcard(t *testing.T) {
 		Namespaces: []string{"*"},
 		Resources:  []edgev1.NamespaceScopeDownsyncResource{{GroupResource: gr("", "configmaps"), APIVersion: "v1"}},
 	}})})
-	if !sel.Matches(configMaps, "anywhere", "x") || !sel.Matches(NamespacesResource, "", "anywhere") {
+	if !sel.Matches(obj(configMaps, "anywhere", "x")) || !sel.Matches(obj(NamespacesResource, "", "anywhere")) {
 		t.Error("namespace \"*\" does not select every namespace and its contents")
 	}
 }
@@ -114,7 +114,7 @@ func TestMergeIsAUnionAndOrderFree(t *testing.T) {
 	if !ab.Equal(ba) {
 		t.Error("merge depends on the order of the configs")
 	}
-	if !ab.Matches(configMaps, "x", "c") || !ab.Matches(configMaps, "y", "c") {
+	if !ab.Matches(obj(configMaps, "x", "c")) || !ab.Matches(obj(configMaps, "y", "c")) {
 		t.Error("merge is not a union")
 	}
 	only, _ := Merge([]*edgev1.SyncerConfig{a})
@@ -122,7 +122,7 @@ func TestMergeIsAUnionAndOrderFree(t *testing.T) {
 		t.Error("different selections compare equal")
 	}
 	empty, _ := Merge(nil)
-	if empty.Matches(configMaps, "x", "c") || len(empty.Requests()) != 0 {
+	if empty.Matches(obj(configMaps, "x", "c")) || len(empty.Requests()) != 0 {
 		t.Error("an empty merge selects something")
 	}
 }
@@ -253,14 +253,14 @@ func TestNamesExplicitly(t *testing.T) {
 		matches bool
 		named   bool
 	}{{"whole", true, false}, {"named", true, true}, {"star", true, false}, {"other", false, false}} {
-		if got := sel.Matches(cms, tc.ns, "kube-root-ca.crt"); got != tc.matches {
+		if got := sel.Matches(obj(cms, tc.ns, "kube-root-ca.crt")); got != tc.matches {
 			t.Errorf("Matches(%s) = %v", tc.ns, got)
 		}
-		if got := sel.NamesExplicitly(cms, tc.ns, "kube-root-ca.crt"); got != tc.named {
+		if got := sel.NamesExplicitly(obj(cms, tc.ns, "kube-root-ca.crt")); got != tc.named {
 			t.Errorf("NamesExplicitly(%s) = %v", tc.ns, got)
 		}
 	}
-	if !sel.UpsyncMatches(cms, "x", "kube-root-ca.crt") || sel.UpsyncNamesExplicitly(cms, "x", "kube-root-ca.crt") || !sel.UpsyncNamesExplicitly(cms, "x", "listed") {
+	if !sel.UpsyncMatches(obj(cms, "x", "kube-root-ca.crt")) || sel.UpsyncNamesExplicitly(obj(cms, "x", "kube-root-ca.crt")) || !sel.UpsyncNamesExplicitly(obj(cms, "x", "listed")) {
 		t.Error("upsync: a wildcard counted as naming, or a listed name did not")
 	}
 }

@@ -16,16 +16,33 @@ func listHas(list []string, v string) bool {
 	return slices.Contains(list, wildcard) || slices.Contains(list, v)
 }
 
+// names tells whether the entry names objects of the resource, by the resource or by the kind of
+// its objects ("" when unknown).
+func (u *upsyncEntry) names(gr schema.GroupResource, kind string) bool {
+	return (u.APIGroup == gr.Group || u.APIGroup == wildcard) &&
+		(listHas(u.Resources, gr.Resource) || (kind != "" && listHas(u.Kinds, kind)))
+}
+
+// selects tells whether the entry selects the object; explicitly, whether it must list its name
+// itself, not only "*".
+func (u *upsyncEntry) selects(o Object, explicitly bool) bool {
+	named := listHas(u.Names, o.Name)
+	if explicitly {
+		named = slices.Contains(u.Names, o.Name)
+	}
+	return u.names(o.Resource, o.Kind) && (o.Namespace == "" || listHas(u.Namespaces, o.Namespace)) && named && u.filter.matches(o)
+}
+
 // UpsyncMatches tells whether an edge object is selected for upsync by any upsync entry: its group
-// is the entry's apiGroup, its resource is listed, its namespace is listed (cluster-scoped objects
-// have none) and its name is listed. "*" matches anything; an empty list matches nothing.
-func (s *Selection) UpsyncMatches(gr schema.GroupResource, namespace, name string) bool {
+// is the entry's apiGroup, its resource or kind is listed, its namespace is listed (cluster-scoped
+// objects have none), its name is listed and its labels and annotations match the entry's
+// selectors. "*" matches anything; an empty list matches nothing.
+func (s *Selection) UpsyncMatches(o Object) bool {
 	if s == nil {
 		return false
 	}
-	for _, u := range s.upsync {
-		if (u.APIGroup == gr.Group || u.APIGroup == wildcard) && listHas(u.Resources, gr.Resource) &&
-			(namespace == "" || listHas(u.Namespaces, namespace)) && listHas(u.Names, name) {
+	for i := range s.upsync {
+		if s.upsync[i].selects(o, false) {
 			return true
 		}
 	}
@@ -35,26 +52,26 @@ func (s *Selection) UpsyncMatches(gr schema.GroupResource, namespace, name strin
 // UpsyncNamesExplicitly tells whether an upsync entry that selects the edge object lists its name
 // itself, not only "*". Objects apiservers make themselves (see mapping.SystemObject) are upsynced
 // only when named so.
-func (s *Selection) UpsyncNamesExplicitly(gr schema.GroupResource, namespace, name string) bool {
+func (s *Selection) UpsyncNamesExplicitly(o Object) bool {
 	if s == nil {
 		return false
 	}
-	for _, u := range s.upsync {
-		if (u.APIGroup == gr.Group || u.APIGroup == wildcard) && listHas(u.Resources, gr.Resource) &&
-			(namespace == "" || listHas(u.Namespaces, namespace)) && slices.Contains(u.Names, name) {
+	for i := range s.upsync {
+		if s.upsync[i].selects(o, true) {
 			return true
 		}
 	}
 	return false
 }
 
-// UpsyncMentions tells whether any upsync entry could select objects of the resource.
-func (s *Selection) UpsyncMentions(gr schema.GroupResource) bool {
+// UpsyncMentions tells whether any upsync entry could select objects of the resource, whose objects
+// are of the kind ("" when unknown).
+func (s *Selection) UpsyncMentions(gr schema.GroupResource, kind string) bool {
 	if s == nil {
 		return false
 	}
-	for _, u := range s.upsync {
-		if (u.APIGroup == gr.Group || u.APIGroup == wildcard) && listHas(u.Resources, gr.Resource) {
+	for i := range s.upsync {
+		if s.upsync[i].names(gr, kind) {
 			return true
 		}
 	}
@@ -89,7 +106,11 @@ func ResolveUpsync(sel *Selection, up, down *Index) (map[schema.GroupResource]*R
 	}
 	for _, u := range sel.upsync {
 		origin := u.origin
-		for _, res := range u.Resources {
+		resources := u.Resources
+		if slices.Contains(u.Kinds, wildcard) {
+			resources = append(slices.Clip(resources), wildcard) // every kind: every resource
+		}
+		for _, res := range resources {
 			if res == wildcard {
 				for _, d := range down.All() {
 					gr := d.GVR.GroupResource()
@@ -99,38 +120,69 @@ func ResolveUpsync(sel *Selection, up, down *Index) (map[schema.GroupResource]*R
 				}
 				continue
 			}
-			groups := []string{u.APIGroup}
-			if u.APIGroup == wildcard {
-				groups = nil
-				for _, d := range down.All() {
-					if d.GVR.Resource == res {
-						groups = append(groups, d.GVR.Group)
-					}
-				}
+			var candidates []schema.GroupResource
+			for _, g := range upsyncGroups(u.APIGroup, down, func(d APIResource) bool { return d.GVR.Resource == res }) {
+				candidates = append(candidates, schema.GroupResource{Group: g, Resource: res})
 			}
-			found := false
-			for _, g := range groups {
-				gr := schema.GroupResource{Group: g, Resource: res}
-				if gr == crdResource {
-					report(origin, problem.Unsupported, gr, "upsyncing CustomResourceDefinitions is not supported; create the API upstream")
-					found = true
-					continue
-				}
-				d, ok := down.Lookup(gr, "")
-				if !ok {
-					continue
-				}
-				found = true
-				if !d.Syncable() {
-					report(origin, problem.NotSyncable, gr, fmt.Sprintf("resource %q does not support all of %v", gr.String(), syncable))
-					continue
-				}
-				add(origin, d)
-			}
-			if !found {
+			if !resolveNamed(origin, candidates, down, add, report) {
 				report(origin, problem.UnknownResource, schema.GroupResource{Group: u.APIGroup, Resource: res}, fmt.Sprintf("resource %q is not served at the edge", res))
+			}
+		}
+		for _, kind := range u.Kinds {
+			if kind == wildcard {
+				continue
+			}
+			var candidates []schema.GroupResource
+			for _, d := range down.All() {
+				if (u.APIGroup == wildcard || d.GVR.Group == u.APIGroup) && d.Kind == kind {
+					candidates = append(candidates, d.GVR.GroupResource())
+				}
+			}
+			if !resolveNamed(origin, candidates, down, add, report) {
+				report(origin, problem.UnknownResource, schema.GroupResource{Group: u.APIGroup, Resource: kind},
+					fmt.Sprintf("kind %q is not served at the edge in group %q%s", kind, u.APIGroup, down.kindHint(u.APIGroup, kind)))
 			}
 		}
 	}
 	return out, problems
+}
+
+// upsyncGroups are the groups an upsync entry's apiGroup stands for: itself, or for "*" the groups
+// of the edge resources that pass the test.
+func upsyncGroups(group string, down *Index, test func(APIResource) bool) []string {
+	if group != wildcard {
+		return []string{group}
+	}
+	var groups []string
+	for _, d := range down.All() {
+		if test(d) {
+			groups = append(groups, d.GVR.Group)
+		}
+	}
+	return groups
+}
+
+// resolveNamed resolves the resources an upsync entry names against the edge's discovery, and tells
+// whether any of them is served there.
+func resolveNamed(origin Origin, candidates []schema.GroupResource, down *Index, add func(Origin, APIResource),
+	report func(Origin, problem.Kind, schema.GroupResource, string)) bool {
+	found := false
+	for _, gr := range candidates {
+		if gr == crdResource {
+			report(origin, problem.Unsupported, gr, "upsyncing CustomResourceDefinitions is not supported; create the API upstream")
+			found = true
+			continue
+		}
+		d, ok := down.Lookup(gr, "")
+		if !ok {
+			continue
+		}
+		found = true
+		if !d.Syncable() {
+			report(origin, problem.NotSyncable, gr, fmt.Sprintf("resource %q does not support all of %v", gr.String(), syncable))
+			continue
+		}
+		add(origin, d)
+	}
+	return found
 }

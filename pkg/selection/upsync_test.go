@@ -33,15 +33,15 @@ func TestUpsyncMatches(t *testing.T) {
 		{widgets, "ns", "w", false},
 		{widgets, "", "w", true},
 	} {
-		if got := sel.UpsyncMatches(tc.gr, tc.namespace, tc.name); got != tc.want {
+		if got := sel.UpsyncMatches(obj(tc.gr, tc.namespace, tc.name)); got != tc.want {
 			t.Errorf("UpsyncMatches(%s, %q, %q) = %v, want %v", tc.gr, tc.namespace, tc.name, got, tc.want)
 		}
 	}
-	if !sel.UpsyncMentions(polr) || sel.UpsyncMentions(deployments) {
+	if !sel.UpsyncMentions(polr, "") || sel.UpsyncMentions(deployments, "") {
 		t.Error("UpsyncMentions wrong")
 	}
 	var none *Selection
-	if none.UpsyncMatches(polr, "policy", "x") {
+	if none.UpsyncMatches(obj(polr, "policy", "x")) {
 		t.Error("nil selection matches")
 	}
 }
@@ -93,13 +93,13 @@ func TestReturnsStatus(t *testing.T) {
 		cfg("loud", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{
 			Namespaces: []string{"b"}, Resources: []edgev1.NamespaceScopeDownsyncResource{{GroupResource: gr("", "configmaps"), APIVersion: "v1"}}}}),
 	})
-	if !sel.Matches(configMaps, "a", "x") || !sel.Matches(configMaps, "b", "x") {
+	if !sel.Matches(obj(configMaps, "a", "x")) || !sel.Matches(obj(configMaps, "b", "x")) {
 		t.Fatal("both namespaces must be downsynced")
 	}
-	if sel.ReturnsStatus(configMaps, "a", "x") {
+	if sel.ReturnsStatus(obj(configMaps, "a", "x")) {
 		t.Error("status returned for an object only the returnStatus=false config selects")
 	}
-	if !sel.ReturnsStatus(configMaps, "b", "x") {
+	if !sel.ReturnsStatus(obj(configMaps, "b", "x")) {
 		t.Error("status not returned for an object a default config selects too")
 	}
 	on, _ := Merge([]*edgev1.SyncerConfig{cfg("quiet", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{
@@ -118,14 +118,14 @@ func TestPropagatesDeletion(t *testing.T) {
 		cfg("keep", edgev1.SyncerConfigSpec{PropagateDeletion: &off, NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"a", "b"}, Resources: cms}}),
 		cfg("default", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"b"}, Resources: cms}}),
 	})
-	if sel.PropagatesDeletion(configMaps, "a", "x") {
+	if sel.PropagatesDeletion(obj(configMaps, "a", "x")) {
 		t.Error("deletion propagates for an object only the propagateDeletion=false config selects")
 	}
-	if !sel.PropagatesDeletion(configMaps, "b", "x") {
+	if !sel.PropagatesDeletion(obj(configMaps, "b", "x")) {
 		t.Error("deletion does not propagate for an object a default config selects too")
 	}
 	all, _ := Merge([]*edgev1.SyncerConfig{cfg("keep", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"a", "b"}, Resources: cms}})})
-	if !all.PropagatesDeletion(configMaps, "a", "x") {
+	if !all.PropagatesDeletion(obj(configMaps, "a", "x")) {
 		t.Error("deletion must propagate by default")
 	}
 	keepAll, _ := Merge([]*edgev1.SyncerConfig{cfg("keep", edgev1.SyncerConfigSpec{PropagateDeletion: &off, NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"a", "b"}, Resources: cms}})})

@@ -19,6 +19,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/logging"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/metrics"
+	"github.com/kubestellar/syncer/pkg/selection"
 )
 
 // Resource is how one downsynced resource maps between the sides.
@@ -33,8 +34,8 @@ type Resource struct {
 type Selection interface {
 	// Resource tells how a resource maps, if it is downsynced and served on both sides.
 	Resource(gr schema.GroupResource) (Resource, bool)
-	// ReturnsStatus tells whether the object's status is to be returned upstream.
-	ReturnsStatus(gr schema.GroupResource, namespace, name string) bool
+	// ReturnsStatus tells whether the upstream object's status is to be returned.
+	ReturnsStatus(o selection.Object) bool
 }
 
 // Config is what NewController needs.
@@ -140,7 +141,7 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	logger := klog.FromContext(ctx)
 	gr := key.GVR.GroupResource()
 	r, ok := c.cfg.Selection.Resource(gr)
-	if !ok || notReturned[gr] || !c.cfg.Selection.ReturnsStatus(gr, key.Namespace, key.Name) {
+	if !ok || notReturned[gr] {
 		return 0, nil
 	}
 	// Not synced: the informers' sync enqueues everything again.
@@ -152,7 +153,8 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	if err != nil || !synced {
 		return 0, err
 	}
-	if down == nil || up == nil || !mapping.OwnedDownstream(down) || up.GetDeletionTimestamp() != nil || mapping.OwnedUpstream(up) {
+	if down == nil || up == nil || !mapping.OwnedDownstream(down) || up.GetDeletionTimestamp() != nil || mapping.OwnedUpstream(up) ||
+		!c.cfg.Selection.ReturnsStatus(selection.ObjectOf(gr, up)) {
 		return 0, nil
 	}
 	status, hasStatus := down.Object["status"]

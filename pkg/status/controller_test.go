@@ -15,6 +15,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/framework/fakeinformers"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/metrics"
+	"github.com/kubestellar/syncer/pkg/selection"
 )
 
 var widgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
@@ -26,7 +27,7 @@ type view struct {
 func (v view) Resource(gr schema.GroupResource) (Resource, bool) {
 	return Resource{Upstream: widgets, Downstream: widgets, UpstreamHasStatus: v.hasStatus}, gr == widgets.GroupResource()
 }
-func (v view) ReturnsStatus(schema.GroupResource, string, string) bool { return v.returns }
+func (v view) ReturnsStatus(selection.Object) bool { return v.returns }
 
 func widget(status map[string]interface{}, downsynced bool) *unstructured.Unstructured {
 	o := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "example.com/v1", "kind": "Widget",

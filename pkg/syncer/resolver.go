@@ -155,7 +155,7 @@ func discover(d discoverer) (side, error) {
 func resolveSelection(sel *selection.Selection, old *snapshot, up, down side) *snapshot {
 	resources, problems := selection.Resolve(sel, up.index, down.index)
 	for gr, res := range old.resources {
-		if _, ok := resources[gr]; !ok && sel.Mentions(gr) && up.failed.Has(gr.Group) {
+		if _, ok := resources[gr]; !ok && sel.Mentions(gr, res.Upstream.Kind) && up.failed.Has(gr.Group) {
 			resources[gr] = res // discovery of its group failed this time; keep what worked
 			problems = slices.DeleteFunc(problems, func(p problem.Problem) bool { return p.Resource == gr })
 		}
@@ -171,7 +171,7 @@ func resolveSelection(sel *selection.Selection, old *snapshot, up, down side) *s
 	}
 	upsyncRes, upsyncProblems := selection.ResolveUpsync(sel, up.index, down.index)
 	for gr, res := range old.upsync {
-		if _, ok := upsyncRes[gr]; !ok && (up.failed.Has(gr.Group) || down.failed.Has(gr.Group)) && sel.UpsyncMentions(gr) {
+		if _, ok := upsyncRes[gr]; !ok && (up.failed.Has(gr.Group) || down.failed.Has(gr.Group)) && sel.UpsyncMentions(gr, res.Downstream.Kind) {
 			upsyncRes[gr] = res // discovery of its group failed this time; keep what worked
 		}
 	}

@@ -3,7 +3,6 @@ package syncer
 import (
 	"context"
 	"errors"
-	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -19,6 +18,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/problem"
+	"github.com/kubestellar/syncer/pkg/selection"
 )
 
 var (
@@ -353,12 +353,16 @@ func TestResolverReadsEdgeSyncConfigs(t *testing.T) {
 			t.Errorf("a problem shows on SyncerConfig a: %v", p)
 		}
 	}
-	for _, want := range []string{"InvalidConfig a downSyncedResources[1]", "InvalidConfig broken "} {
-		if !slices.Contains(got, want) {
-			t.Errorf("EdgeSyncConfig problems %q, want %q among them (all: %v)", got, want, problem.Strings(s.problems))
+	if want := []string{"InvalidConfig a downSyncedResources[1]", "InvalidConfig broken "}; !cmp.Equal(sortStrings(got), want) {
+		t.Errorf("EdgeSyncConfig problems %q, want %q (all: %v)", got, want, problem.Strings(s.problems))
+	}
+	cms := schema.GroupResource{Resource: "configmaps"}
+	for _, o := range []selection.Object{{Resource: cms, Kind: "ConfigMap", Namespace: "ns1", Name: "any"}, {Resource: cms, Kind: "ConfigMap", Namespace: "ns2", Name: "x"}} {
+		if !s.selection.Matches(o) {
+			t.Errorf("%v is not selected (the SyncerConfig selects ns1, the EdgeSyncConfig ns2/x)", o)
 		}
 	}
-	if !s.selection.Matches(schema.GroupResource{Resource: "configmaps"}, "ns1", "any") {
-		t.Errorf("the SyncerConfig's selection is lost")
+	if keys(s.resources)[0] != "configmaps" {
+		t.Errorf("resources %v", keys(s.resources))
 	}
 }

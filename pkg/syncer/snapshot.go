@@ -63,20 +63,20 @@ func (v downsyncView) Resource(gr schema.GroupResource) (downsync.Resource, bool
 	return v.current().downsyncResource(gr)
 }
 
-func (v downsyncView) Matches(gr schema.GroupResource, namespace, name string) bool {
-	return v.current().selection.Matches(gr, namespace, name)
+func (v downsyncView) Matches(o selection.Object) bool {
+	return v.current().selection.Matches(o)
 }
 
-func (v downsyncView) NamesExplicitly(gr schema.GroupResource, namespace, name string) bool {
-	return v.current().selection.NamesExplicitly(gr, namespace, name)
+func (v downsyncView) NamesExplicitly(o selection.Object) bool {
+	return v.current().selection.NamesExplicitly(o)
 }
 
-func (v downsyncView) PropagatesDeletion(gr schema.GroupResource, namespace, name string) bool {
-	return v.current().selection.PropagatesDeletion(gr, namespace, name)
+func (v downsyncView) PropagatesDeletion(o selection.Object) bool {
+	return v.current().selection.PropagatesDeletion(o)
 }
 
-func (v downsyncView) Mentions(gr schema.GroupResource) bool {
-	return v.current().selection.Mentions(gr)
+func (v downsyncView) Mentions(gr schema.GroupResource, kind string) bool {
+	return v.current().selection.Mentions(gr, kind)
 }
 
 func (v downsyncView) NamespacedResources() []downsync.Resource {
@@ -97,8 +97,8 @@ func (v statusView) Resource(gr schema.GroupResource) (status.Resource, bool) {
 	return status.Resource{Upstream: r.Upstream.GVR, Downstream: r.Downstream.GVR, UpstreamHasStatus: r.Upstream.HasStatus}, true
 }
 
-func (v statusView) ReturnsStatus(gr schema.GroupResource, namespace, name string) bool {
-	return v.current().selection.ReturnsStatus(gr, namespace, name)
+func (v statusView) ReturnsStatus(o selection.Object) bool {
+	return v.current().selection.ReturnsStatus(o)
 }
 
 func (v upsyncView) Resource(gr schema.GroupResource) (upsync.Resource, bool) {
@@ -113,10 +113,10 @@ func (v upsyncView) Resource(gr schema.GroupResource) (upsync.Resource, bool) {
 	return upsync.Resource{}, false
 }
 
-func (v upsyncView) UpsyncMatches(gr schema.GroupResource, namespace, name string) bool {
-	return v.current().selection.UpsyncMatches(gr, namespace, name)
+func (v upsyncView) UpsyncMatches(o selection.Object) bool {
+	return v.current().selection.UpsyncMatches(o)
 }
 
-func (v upsyncView) UpsyncNamesExplicitly(gr schema.GroupResource, namespace, name string) bool {
-	return v.current().selection.UpsyncNamesExplicitly(gr, namespace, name)
+func (v upsyncView) UpsyncNamesExplicitly(o selection.Object) bool {
+	return v.current().selection.UpsyncNamesExplicitly(o)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/logging"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/metrics"
+	"github.com/kubestellar/syncer/pkg/selection"
 )
 
 // Resource is how one upsynced resource maps between the sides. Both sides serve the same version.
@@ -40,9 +41,9 @@ type Selection interface {
 	// Resource tells how a resource maps, if it is upsynced or a leftover.
 	Resource(gr schema.GroupResource) (Resource, bool)
 	// UpsyncMatches tells whether an edge object is selected for upsync.
-	UpsyncMatches(gr schema.GroupResource, namespace, name string) bool
+	UpsyncMatches(o selection.Object) bool
 	// UpsyncNamesExplicitly tells whether an upsync entry lists the object's name itself.
-	UpsyncNamesExplicitly(gr schema.GroupResource, namespace, name string) bool
+	UpsyncNamesExplicitly(o selection.Object) bool
 }
 
 // Config is what NewController needs.
@@ -94,11 +95,19 @@ func (c *Controller) Writes() *framework.Writes { return c.writes }
 
 // Relevant tells whether a key still concerns upsync: its resource is upsynced (or a leftover) and,
 // when selected, the edge object matches an upsync entry. Conflicts and failures of other keys are
-// pruned.
+// pruned. A key whose edge object the cache cannot show (gone, or not synced yet) is kept: its
+// upstream copy may still have to go, and processing it settles that.
 func (c *Controller) Relevant(key framework.Key) bool {
 	gr := key.GVR.GroupResource()
 	r, ok := c.cfg.Selection.Resource(gr)
-	return ok && (!r.Selected || c.cfg.Selection.UpsyncMatches(gr, key.Namespace, key.Name))
+	if !ok || !r.Selected {
+		return ok
+	}
+	down, synced, err := framework.Cached(c.cfg.DownstreamInformers, r.Downstream, key.Namespace, key.Name)
+	if err != nil || !synced || down == nil {
+		return true
+	}
+	return c.cfg.Selection.UpsyncMatches(selection.ObjectOf(gr, down))
 }
 
 // Prune forgets the conflicts and failures of keys that are no longer Relevant: nothing processes
@@ -184,9 +193,9 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 		}
 	}
 	wanted := r.Selected && down != nil && down.GetDeletionTimestamp() == nil && !mapping.OwnedDownstream(down) &&
-		c.cfg.Selection.UpsyncMatches(gr, key.Namespace, key.Name) &&
+		c.cfg.Selection.UpsyncMatches(selection.ObjectOf(gr, down)) &&
 		// The edge apiserver's own objects (root CA, default ServiceAccount, tokens) only when named.
-		(!mapping.SystemObject(gr, down) || c.cfg.Selection.UpsyncNamesExplicitly(gr, key.Namespace, key.Name))
+		(!mapping.SystemObject(gr, down) || c.cfg.Selection.UpsyncNamesExplicitly(selection.ObjectOf(gr, down)))
 	if !wanted {
 		return 0, c.deleteUpstream(ctx, key, r, up, down)
 	}

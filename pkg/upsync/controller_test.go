@@ -18,6 +18,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/framework/fakeinformers"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/metrics"
+	"github.com/kubestellar/syncer/pkg/selection"
 )
 
 var reports = schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "policyreports"}
@@ -30,10 +31,10 @@ type view struct {
 func (v view) Resource(gr schema.GroupResource) (Resource, bool) {
 	return v.res, gr == reports.GroupResource()
 }
-func (v view) UpsyncMatches(gr schema.GroupResource, namespace, name string) bool {
-	return v.selected && namespace == "policy"
+func (v view) UpsyncMatches(o selection.Object) bool {
+	return v.selected && o.Namespace == "policy"
 }
-func (v view) UpsyncNamesExplicitly(schema.GroupResource, string, string) bool { return false }
+func (v view) UpsyncNamesExplicitly(selection.Object) bool { return false }
 
 func report(namespace, name string, fail int64) *unstructured.Unstructured {
 	o := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "wgpolicyk8s.io/v1alpha2", "kind": "PolicyReport",
@@ -175,10 +176,8 @@ type switchable struct{ upsynced bool }
 func (v *switchable) Resource(gr schema.GroupResource) (Resource, bool) {
 	return Resource{Upstream: reports, Downstream: reports, Namespaced: true, Selected: true}, v.upsynced && gr == reports.GroupResource()
 }
-func (v *switchable) UpsyncMatches(schema.GroupResource, string, string) bool { return v.upsynced }
-func (v *switchable) UpsyncNamesExplicitly(schema.GroupResource, string, string) bool {
-	return false
-}
+func (v *switchable) UpsyncMatches(selection.Object) bool         { return v.upsynced }
+func (v *switchable) UpsyncNamesExplicitly(selection.Object) bool { return false }
 
 // TestConflictClearedWhenResourceLeaves is the regression test of an upsync conflict that outlived
 // its resource: once the entry is removed nothing processes the key again, so Prune must forget it.
@@ -246,8 +245,8 @@ func (allConfigMaps) Resource(gr schema.GroupResource) (Resource, bool) {
 	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	return Resource{Upstream: cms, Downstream: cms, Namespaced: true, Selected: true}, gr == cms.GroupResource()
 }
-func (allConfigMaps) UpsyncMatches(schema.GroupResource, string, string) bool         { return true }
-func (allConfigMaps) UpsyncNamesExplicitly(schema.GroupResource, string, string) bool { return false }
+func (allConfigMaps) UpsyncMatches(selection.Object) bool         { return true }
+func (allConfigMaps) UpsyncNamesExplicitly(selection.Object) bool { return false }
 
 // TestLoopBacksOff: another actor upstream reverts the copy after every write; the fifth write of
 // the same content within a minute is a loop: counted, reported as a problem, and the key backs off
