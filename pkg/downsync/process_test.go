@@ -379,3 +379,49 @@ func TestImmutableChangeRecreates(t *testing.T) {
 		})
 	}
 }
+
+// TestProcessFollowsSelectors: with a kind entry and a labelSelector, an upstream object is applied
+// while its labels match and its edge copy deleted once they stop matching; Relevant agrees.
+func TestProcessFollowsSelectors(t *testing.T) {
+	sel, problems := selection.Merge([]*edgev1.SyncerConfig{{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: edgev1.SyncerConfigSpec{
+		NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"a"},
+			Resources: []edgev1.NamespaceScopeDownsyncResource{{Kind: "ConfigMap", APIVersion: "v1",
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}},
+	}}})
+	if len(problems) != 0 {
+		t.Fatal(problems)
+	}
+	v := selecting("a")
+	v.sel = sel
+	web := upCM.DeepCopy()
+	web.SetLabels(map[string]string{"app": "web"})
+	other := upCM.DeepCopy()
+	other.SetLabels(map[string]string{"app": "db"})
+	for _, tc := range []struct {
+		name     string
+		up, down *unstructured.Unstructured
+		want     []string
+		relevant bool
+	}{
+		{"matching labels: created", web, nil, []string{"get configmaps", "patch configmaps"}, true},
+		{"labels stopped matching: edge copy deleted", other, owned(t, web), []string{"delete configmaps"}, false},
+		{"never matched: nothing", other, nil, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			down := objs(nsA)
+			if tc.down != nil {
+				down = append(down, tc.down)
+			}
+			h := newHarness(t, v, objs(tc.up, nsA), down)
+			if got := h.c.Relevant(key); got != tc.relevant {
+				t.Errorf("Relevant = %v, want %v", got, tc.relevant)
+			}
+			if _, err := h.c.process(context.Background(), key); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, h.actions()); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -157,3 +157,12 @@ func TestUpsyncKinds(t *testing.T) {
 		}
 	}
 }
+
+func unstructuredWith(l, a map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{"kind": "ConfigMap"}}
+	u.SetNamespace("a")
+	u.SetName("x")
+	u.SetLabels(l)
+	u.SetAnnotations(a)
+	return u
+}

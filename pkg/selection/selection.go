@@ -394,7 +394,11 @@ func (m *merger) rule(o Origin, e entry, namespaced bool) *rule {
 		m.invalid(o, "resource and kind are empty: name the resource by one of them")
 		return nil
 	}
-	f := filter{}
+	f, err := newFilter(e.labels, e.annotations)
+	if err != nil {
+		m.invalid(o, err.Error()+"; the entry selects nothing")
+		return nil
+	}
 	m.request(Request{Group: e.group, Resource: resource, Kind: kind, Version: e.version, Namespaced: namespaced}, o)
 	return m.s.rules.target(schema.GroupResource{Group: e.group, Resource: resource}, kind, f)
 }
@@ -482,7 +486,12 @@ func (m *merger) clusterScope(src source, entries []edgev1.ClusterScopeDownsyncR
 func (m *merger) upsync(src source, entries []edgev1.UpsyncSet) {
 	for i, u := range entries {
 		origin := src.origin(fmt.Sprintf("upsync[%d]", i))
-		m.s.upsync = append(m.s.upsync, upsyncEntry{UpsyncSet: u, origin: origin})
+		f, err := newFilter(u.LabelSelector, u.AnnotationSelector)
+		if err != nil {
+			m.invalid(origin, err.Error()+"; the entry upsyncs nothing")
+			continue
+		}
+		m.s.upsync = append(m.s.upsync, upsyncEntry{UpsyncSet: u, origin: origin, filter: f})
 	}
 }
 

@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"errors"
+	"reflect"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -91,7 +92,8 @@ func (c *Controller) Run(ctx context.Context, workers int) { c.queue.Run(ctx, wo
 
 // Handler returns the event handler of an informer of one side. Downstream, it reacts to owned
 // objects appearing or changing status; upstream, to objects appearing or their status changing (so
-// a status overwritten upstream is put back). Nothing else concerns status return.
+// a status overwritten upstream is put back). Changes of labels or annotations count too: the
+// selectors of the configs that return status look at them. Nothing else concerns status return.
 func (c *Controller) Handler(downstream bool, gvr schema.GroupVersionResource) cache.ResourceEventHandler {
 	gr := gvr.GroupResource()
 	enqueue := func(u *unstructured.Unstructured) {
@@ -111,12 +113,20 @@ func (c *Controller) Handler(downstream bool, gvr schema.GroupVersionResource) c
 		AddFunc: func(obj interface{}) { enqueue(framework.ObjectOf(obj)) },
 		UpdateFunc: func(oldObj, newObj interface{}) {
 			o, n := framework.ObjectOf(oldObj), framework.ObjectOf(newObj)
-			if o != nil && n != nil && mapping.StatusEqual(o, n) && mapping.OwnedDownstream(o) == mapping.OwnedDownstream(n) {
+			if o != nil && n != nil && mapping.StatusEqual(o, n) && mapping.OwnedDownstream(o) == mapping.OwnedDownstream(n) &&
+				metadataEqual(o, n, "labels") && metadataEqual(o, n, "annotations") {
 				return
 			}
 			enqueue(n)
 		},
 	}
+}
+
+// metadataEqual tells whether two versions of an object have the same metadata field (read in place).
+func metadataEqual(a, b *unstructured.Unstructured, field string) bool {
+	va, _, _ := unstructured.NestedFieldNoCopy(a.Object, "metadata", field)
+	vb, _, _ := unstructured.NestedFieldNoCopy(b.Object, "metadata", field)
+	return reflect.DeepEqual(va, vb)
 }
 
 // EnqueueResource enqueues every owned downstream object of a resource (after a selection change).

@@ -157,7 +157,9 @@ func resolveSelection(sel *selection.Selection, old *snapshot, up, down side) *s
 	for gr, res := range old.resources {
 		if _, ok := resources[gr]; !ok && sel.Mentions(gr, res.Upstream.Kind) && up.failed.Has(gr.Group) {
 			resources[gr] = res // discovery of its group failed this time; keep what worked
-			problems = slices.DeleteFunc(problems, func(p problem.Problem) bool { return p.Resource == gr })
+			// A kind entry's problem names the kind as its resource.
+			byKind := schema.GroupResource{Group: gr.Group, Resource: res.Upstream.Kind}
+			problems = slices.DeleteFunc(problems, func(p problem.Problem) bool { return p.Resource == gr || p.Resource == byKind })
 		}
 	}
 	for gr, res := range resources {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -28,7 +29,8 @@ func escEntry(group, version, kind, namespace, name string) map[string]interface
 // TestEdgeSyncConfig: a configuration made of a legacy EdgeSyncConfig only, no SyncerConfig. The
 // syncer starts while upstream does not serve EdgeSyncConfigs (it says so once, and is ready); the
 // CRD installed later is picked up without a restart. The EdgeSyncConfig downsyncs a namespaced
-// ConfigMap (and its Namespace) and a cluster-scoped ClusterRole, upsyncs an edge ConfigMap, gets
+// ConfigMap (and its Namespace), the ConfigMaps a labelSelector picks and a cluster-scoped
+// ClusterRole, upsyncs an edge ConfigMap, gets
 // the heartbeat and conditions, and its problems name it; deleting an entry deletes the edge copy.
 func TestEdgeSyncConfig(t *testing.T) {
 	f := newFixture(t)
@@ -70,10 +72,16 @@ func TestEdgeSyncConfig(t *testing.T) {
 			_ = side.dyn.Resource(gvrClusterRoles).Delete(context.Background(), role, metav1.DeleteOptions{})
 		}
 	})
+	web := configMap(ns, "web", nil)
+	web.SetLabels(map[string]string{"app": "web"})
+	f.create(f.up, gvrConfigMaps, web)
+	f.create(f.up, gvrConfigMaps, configMap(ns, "unlabelled", nil))
 	cm := escEntry("", "v1", "ConfigMap", ns, "settings")
+	labelled := escEntry("", "v1", "ConfigMap", ns, "*")
+	labelled["labelSelector"] = map[string]interface{}{"matchLabels": map[string]interface{}{"app": "web"}}
 	cr := escEntry("rbac.authorization.k8s.io", "v1", "ClusterRole", "", role)
 	up := []interface{}{escEntry("", "v1", "ConfigMap", ns, "report")}
-	f.edgeSyncConfig(f.name, map[string]interface{}{"downSyncedResources": []interface{}{cm, cr}, "upSyncedResources": up})
+	f.edgeSyncConfig(f.name, map[string]interface{}{"downSyncedResources": []interface{}{cm, cr, labelled}, "upSyncedResources": up})
 
 	f.waitFor(f.down, gvrConfigMaps, ns, "settings", func(o *unstructured.Unstructured) (bool, string) {
 		if ok, why := hasMark(o); !ok {
@@ -82,6 +90,10 @@ func TestEdgeSyncConfig(t *testing.T) {
 		return dataEquals("a", "1")(o)
 	})
 	f.waitFor(f.down, gvrClusterRoles, "", role, hasMark)
+	f.waitFor(f.down, gvrConfigMaps, ns, "web", hasMark)
+	if _, err := f.get(f.down, gvrConfigMaps, ns, "unlabelled"); !apierrors.IsNotFound(err) {
+		t.Errorf("a ConfigMap the labelSelector leaves out is at the edge (%v)", err)
+	}
 	f.create(f.down, gvrConfigMaps, configMap(ns, "report", map[string]interface{}{"result": "pass"}))
 	f.waitFor(f.up, gvrConfigMaps, ns, "report", upsynced)
 

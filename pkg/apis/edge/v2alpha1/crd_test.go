@@ -27,7 +27,7 @@ type crdCase struct {
 
 var crdCases = []crdCase{
 	{"SyncerConfig", manifests.SyncerConfigCRD, reflect.TypeOf(edgev1.SyncerConfig{}), 37, 20},
-	{"EdgeSyncConfig", manifests.EdgeSyncConfigCRD, reflect.TypeOf(edgev1.EdgeSyncConfig{}), 38, 30},
+	{"EdgeSyncConfig", manifests.EdgeSyncConfigCRD, reflect.TypeOf(edgev1.EdgeSyncConfig{}), 86, 38},
 }
 
 // crdSchema is the openAPIV3Schema of a CRD.
