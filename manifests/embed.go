@@ -1,5 +1,5 @@
-// Package manifests holds the syncer's install manifests; the SyncerConfig CRD is embedded so that
-// the bootstrap plugin can install it.
+// Package manifests holds the syncer's install manifests; the CRDs of SyncerConfig and EdgeSyncConfig
+// are embedded so that the bootstrap plugin can install them.
 package manifests
 
 import _ "embed"
@@ -8,3 +8,8 @@ import _ "embed"
 //
 //go:embed crds/edge.kubestellar.io_syncerconfigs.yaml
 var SyncerConfigCRD []byte
+
+// EdgeSyncConfigCRD is manifests/crds/edge.kubestellar.io_edgesyncconfigs.yaml.
+//
+//go:embed crds/edge.kubestellar.io_edgesyncconfigs.yaml
+var EdgeSyncConfigCRD []byte

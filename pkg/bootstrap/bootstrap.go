@@ -172,7 +172,7 @@ func run(ctx context.Context, up upstream, opts Options, out io.Writer) (*Result
 	if err := preflight(ctx, up.host, kube, ns); err != nil {
 		return nil, err
 	}
-	if err := ensureSyncerConfigAPI(ctx, up, out); err != nil {
+	if err := ensureConfigAPIs(ctx, up, out); err != nil {
 		return nil, err
 	}
 	configs, err := listConfigs(ctx, up.dyn)
@@ -297,28 +297,59 @@ func preflight(ctx context.Context, host string, kube kubernetes.Interface, ns s
 	return nil
 }
 
-// ensureSyncerConfigAPI makes sure the upstream serves SyncerConfigs. When its discovery shows them —
-// from a CRD, or in a kcp mailbox from an APIBinding — nothing is installed (a second CRD beside a
-// bound API would never be accepted). Otherwise the CRD is created, and syncer-gen waits until it is
-// Established and discovery serves it, so that a SyncerConfig applied right after works (kcp
-// establishes a new CRD some seconds after accepting its names).
-func ensureSyncerConfigAPI(ctx context.Context, up upstream, out io.Writer) error {
-	served, err := servesSyncerConfigs(up.disc)
+// configAPI is a config API syncer-gen makes sure the upstream serves.
+type configAPI struct {
+	kind string
+	gvr  schema.GroupVersionResource
+	crd  []byte
+	// optional: the syncer works without it, so failing to install it is only a warning.
+	optional bool
+}
+
+// configAPIs are the SyncerConfig API, required, and the legacy EdgeSyncConfig API, optional.
+var configAPIs = []configAPI{
+	{kind: "SyncerConfig", gvr: edgev1.SyncerConfigResource, crd: manifests.SyncerConfigCRD},
+	{kind: "EdgeSyncConfig", gvr: edgev1.EdgeSyncConfigGVR, crd: manifests.EdgeSyncConfigCRD, optional: true},
+}
+
+// ensureConfigAPIs makes sure the upstream serves SyncerConfigs and EdgeSyncConfigs. An API that
+// cannot be installed is an error for SyncerConfigs, a warning for the optional EdgeSyncConfigs.
+func ensureConfigAPIs(ctx context.Context, up upstream, out io.Writer) error {
+	for _, api := range configAPIs {
+		err := ensureConfigAPI(ctx, up, api, out)
+		switch {
+		case err == nil:
+		case api.optional && ctx.Err() == nil:
+			fmt.Fprintf(out, "Warning: %v; the syncer works without %ss\n", err, api.kind)
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureConfigAPI makes sure the upstream serves a config API. When its discovery shows it — from a
+// CRD, or in a kcp mailbox from an APIBinding — nothing is installed (a second CRD beside a bound
+// API would never be accepted). Otherwise the CRD is created, and syncer-gen waits until it is
+// Established and discovery serves it, so that a config applied right after works (kcp establishes
+// a new CRD some seconds after accepting its names).
+func ensureConfigAPI(ctx context.Context, up upstream, api configAPI, out io.Writer) error {
+	served, err := servesResource(up.disc, api.gvr)
 	if err != nil {
 		return fmt.Errorf("reading the upstream's discovery: %w", err)
 	}
-	name := edgev1.SyncerConfigResource.GroupResource().String()
+	name := api.gvr.GroupResource().String()
 	if served {
-		fmt.Fprintf(out, "SyncerConfigs are served upstream already (by a CRD or an APIBinding); not installing a CRD\n")
+		fmt.Fprintf(out, "%ss are served upstream already (by a CRD or an APIBinding); not installing a CRD\n", api.kind)
 		return nil
 	}
 	crd := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(manifests.SyncerConfigCRD, &crd.Object); err != nil {
-		return fmt.Errorf("the embedded SyncerConfig CRD: %w", err)
+	if err := yaml.Unmarshal(api.crd, &crd.Object); err != nil {
+		return fmt.Errorf("the embedded %s CRD: %w", api.kind, err)
 	}
-	fmt.Fprintf(out, "Installing the SyncerConfig CRD %q\n", name)
+	fmt.Fprintf(out, "Installing the %s CRD %q\n", api.kind, name)
 	if _, err := up.dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("installing the SyncerConfig CRD: %w", err)
+		return fmt.Errorf("installing the %s CRD: %w", api.kind, err)
 	}
 	var state string
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -328,28 +359,28 @@ func ensureSyncerConfigAPI(ctx context.Context, up upstream, out io.Writer) erro
 			return false, nil //nolint:nilerr // retried until the timeout, whose error says the last state
 		}
 		if reason, rejected := crdCondition(got, "NamesAccepted", "False"); rejected {
-			return false, fmt.Errorf("the upstream does not accept the SyncerConfig CRD's names (%s): is another API of that name bound or installed?", reason)
+			return false, fmt.Errorf("the upstream does not accept the %s CRD's names (%s): is another API of that name bound or installed?", api.kind, reason)
 		}
 		if _, established := crdCondition(got, "Established", "True"); !established {
 			state = "not Established yet"
 			return false, nil
 		}
-		if ok, err := servesSyncerConfigs(up.disc); !ok {
+		if ok, err := servesResource(up.disc, api.gvr); !ok {
 			state = fmt.Sprintf("Established, but not in discovery yet (%v)", err)
 			return false, nil
 		}
 		return true, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for the SyncerConfig CRD to be served: %w (last: %s)", err, state)
+		return fmt.Errorf("waiting for the %s CRD to be served: %w (last: %s)", api.kind, err, state)
 	}
-	fmt.Fprintf(out, "The SyncerConfig CRD is established and served\n")
+	fmt.Fprintf(out, "The %s CRD is established and served\n", api.kind)
 	return nil
 }
 
-// servesSyncerConfigs tells whether discovery shows the SyncerConfig resource.
-func servesSyncerConfigs(d discovery.DiscoveryInterface) (bool, error) {
-	list, err := d.ServerResourcesForGroupVersion(edgev1.SchemeGroupVersion.String())
+// servesResource tells whether discovery shows the resource.
+func servesResource(d discovery.DiscoveryInterface, gvr schema.GroupVersionResource) (bool, error) {
+	list, err := d.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil
@@ -357,7 +388,7 @@ func servesSyncerConfigs(d discovery.DiscoveryInterface) (bool, error) {
 		return false, err
 	}
 	for _, r := range list.APIResources {
-		if r.Name == edgev1.SyncerConfigResource.Resource {
+		if r.Name == gvr.Resource {
 			return true, nil
 		}
 	}

@@ -179,6 +179,8 @@ func TestLeastRules(t *testing.T) {
 		{"", "configmaps", "delete", false},
 		{"wgpolicyk8s.io", "policyreports", "create", true},
 		{"edge.kubestellar.io", "syncerconfigs/status", "patch", true},
+		{"edge.kubestellar.io", "edgesyncconfigs", "watch", true},
+		{"edge.kubestellar.io", "edgesyncconfigs/status", "patch", true},
 		{"", "events", "create", true},
 		{"", "secrets", "get", false},
 	} {

@@ -1,6 +1,6 @@
 // Package bootstrap is the logic of `kubectl kubestellar syncer-gen`: it creates the syncer's
 // identity in the mailbox workspace (ServiceAccount, ClusterRole, ClusterRoleBinding, a token from
-// TokenRequest stored in a Secret, the SyncerConfig CRD when missing) and renders the manifest that
+// TokenRequest stored in a Secret, the SyncerConfig CRD when missing, and the optional EdgeSyncConfig CRD) and renders the manifest that
 // runs the syncer in the edge cluster (Namespace, ServiceAccount, token Secret, RBAC, kubeconfig
 // Secret, Deployment), or the values that make the Helm chart charts/kubestellar-syncer install the
 // same (HelmValues). The syncer ID is stable for a name and an upstream endpoint, and the upstream

@@ -102,6 +102,8 @@ func UpstreamRules(mode string, configs []*edgev1.SyncerConfig) []rbacv1.PolicyR
 	s := resourceSet{}
 	s.add(edgev1.GroupName, "syncerconfigs", readVerbs...)
 	s.add(edgev1.GroupName, "syncerconfigs/status", "get", "update", "patch")
+	s.add(edgev1.GroupName, "edgesyncconfigs", readVerbs...)
+	s.add(edgev1.GroupName, "edgesyncconfigs/status", "get", "update", "patch")
 	s.add("apiextensions.k8s.io", "customresourcedefinitions", readVerbs...)
 	s.add("apis.kcp.io", "apibindings", readVerbs...) // in kcp, APIs also come and go by binding
 	s.add("", "events", "create", "update", "patch")

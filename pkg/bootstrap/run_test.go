@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,14 +40,30 @@ type fakeUpstream struct {
 	dyn    *dynamicfake.FakeDynamicClient
 	denied map[string]bool // "verb resource[.group]" the caller may not do
 	tokens int
-	// rejectNames makes a created CRD's names rejected (as kcp does beside a bound API of that name).
-	rejectNames bool
+	// rejectNames are the CRDs whose names are rejected when created (as kcp does beside a bound API
+	// of that name).
+	rejectNames []string
+}
+
+// serve makes discovery show a resource of the edge.kubestellar.io API (the plural of a CRD's name).
+func (f *fakeUpstream) serve(resource string) {
+	r := metav1.APIResource{Name: resource, Verbs: metav1.Verbs{"get", "list", "watch"}}
+	for _, l := range f.kube.Resources {
+		if l.GroupVersion == edgev1.SchemeGroupVersion.String() {
+			l.APIResources = append(l.APIResources, r)
+			return
+		}
+	}
+	f.kube.Resources = append(f.kube.Resources, &metav1.APIResourceList{GroupVersion: edgev1.SchemeGroupVersion.String(), APIResources: []metav1.APIResource{r}})
 }
 
 // serveSyncerConfigs makes discovery show the SyncerConfig resource.
-func (f *fakeUpstream) serveSyncerConfigs() {
-	f.kube.Resources = append(f.kube.Resources, &metav1.APIResourceList{GroupVersion: edgev1.SchemeGroupVersion.String(),
-		APIResources: []metav1.APIResource{{Name: "syncerconfigs", Kind: "SyncerConfig", Verbs: metav1.Verbs{"get", "list", "watch"}}}})
+func (f *fakeUpstream) serveSyncerConfigs() { f.serve(edgev1.SyncerConfigResource.Resource) }
+
+// serveCRD serves the resource of a CRD named <plural>.<group>.
+func (f *fakeUpstream) serveCRD(crd *unstructured.Unstructured) {
+	plural, _, _ := strings.Cut(crd.GetName(), ".")
+	f.serve(plural)
 }
 
 func newFakeUpstream(t *testing.T, kubeObjs []runtime.Object, dynObjs ...runtime.Object) *fakeUpstream {
@@ -56,17 +73,17 @@ func newFakeUpstream(t *testing.T, kubeObjs []runtime.Object, dynObjs ...runtime
 		crdGVR: "CustomResourceDefinitionList", edgev1.SyncerConfigResource: "SyncerConfigList"}, dynObjs...)
 	for _, o := range dynObjs {
 		if u, ok := o.(*unstructured.Unstructured); ok && u.GetKind() == "CustomResourceDefinition" {
-			f.serveSyncerConfigs()
+			f.serveCRD(u)
 		}
 	}
 	// The apiserver establishes a created CRD and serves it in discovery.
 	f.dyn.PrependReactor("create", "customresourcedefinitions", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		crd := a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured).DeepCopy()
-		if f.rejectNames {
+		if slices.Contains(f.rejectNames, crd.GetName()) {
 			_ = unstructured.SetNestedSlice(crd.Object, []interface{}{map[string]interface{}{"type": "NamesAccepted", "status": "False", "reason": "ListKindConflict"}}, "status", "conditions")
 		} else {
 			_ = unstructured.SetNestedSlice(crd.Object, []interface{}{map[string]interface{}{"type": "Established", "status": "True"}}, "status", "conditions")
-			f.serveSyncerConfigs()
+			f.serveCRD(crd)
 		}
 		return true, crd, f.dyn.Tracker().Create(crdGVR, crd, "")
 	})
@@ -165,11 +182,15 @@ func TestRunAppliesIdentity(t *testing.T) {
 	if diff := cmp.Diff(wantWrites, f.writes()); diff != "" {
 		t.Errorf("writes (-want +got):\n%s", diff)
 	}
-	if !strings.Contains(out, "Installing the SyncerConfig CRD") {
-		t.Errorf("the CRD was not installed; output:\n%s", out)
+	for _, kind := range []string{"SyncerConfig", "EdgeSyncConfig"} {
+		if !strings.Contains(out, "Installing the "+kind+" CRD") {
+			t.Errorf("the %s CRD was not installed; output:\n%s", kind, out)
+		}
 	}
-	if _, err := f.dyn.Resource(crdGVR).Get(context.Background(), "syncerconfigs.edge.kubestellar.io", metav1.GetOptions{}); err != nil {
-		t.Errorf("the CRD: %v", err)
+	for _, name := range []string{"syncerconfigs.edge.kubestellar.io", "edgesyncconfigs.edge.kubestellar.io"} {
+		if _, err := f.dyn.Resource(crdGVR).Get(context.Background(), name, metav1.GetOptions{}); err != nil {
+			t.Errorf("the CRD %s: %v", name, err)
+		}
 	}
 
 	ctx := context.Background()
@@ -293,6 +314,9 @@ func TestRunAgainUpdatesInPlace(t *testing.T) {
 		if strings.Contains(out, "Installing the SyncerConfig CRD") {
 			t.Errorf("run %d installed the CRD again", i)
 		}
+		if installed := strings.Contains(out, "Installing the EdgeSyncConfig CRD"); installed != (i == 1) {
+			t.Errorf("run %d: EdgeSyncConfig CRD installed %v; output:\n%s", i, installed, out)
+		}
 		ctx := context.Background()
 		sa, err := f.kube.CoreV1().ServiceAccounts("default").Get(ctx, id, metav1.GetOptions{})
 		if err != nil {
@@ -370,12 +394,14 @@ func TestRunPreflight(t *testing.T) {
 	}
 }
 
-// TestRunUsesABoundSyncerConfigAPI: in a KubeStellar-style kcp mailbox SyncerConfigs come from an
-// APIBinding; syncer-gen sees them in discovery and installs no CRD (kcp would never accept it).
+// TestRunUsesABoundSyncerConfigAPI: in a KubeStellar-style kcp mailbox SyncerConfigs and
+// EdgeSyncConfigs come from an APIBinding; syncer-gen sees them in discovery and installs no CRD (kcp
+// would never accept it).
 func TestRunUsesABoundSyncerConfigAPI(t *testing.T) {
 	f := newFakeUpstream(t, nil)
 	f.serveSyncerConfigs() // bound, no CRD object
-	if _, out, err := f.run(t, testOptions()); err != nil || strings.Contains(out, "Installing the SyncerConfig CRD") {
+	f.serve(edgev1.EdgeSyncConfigGVR.Resource)
+	if _, out, err := f.run(t, testOptions()); err != nil || strings.Contains(out, "Installing the") {
 		t.Fatalf("err %v; output:\n%s", err, out)
 	}
 	for _, a := range f.dyn.Actions() {
@@ -389,10 +415,21 @@ func TestRunUsesABoundSyncerConfigAPI(t *testing.T) {
 // the reason, not a wait that ends in a timeout.
 func TestRunStopsWhenCRDNamesRejected(t *testing.T) {
 	f := newFakeUpstream(t, nil)
-	f.rejectNames = true
+	f.rejectNames = []string{"syncerconfigs.edge.kubestellar.io"}
 	start := time.Now()
 	_, _, err := f.run(t, testOptions())
 	if err == nil || !strings.Contains(err.Error(), "ListKindConflict") || time.Since(start) > 10*time.Second {
 		t.Fatalf("err = %v after %s", err, time.Since(start))
+	}
+}
+
+// TestRunGoesOnWithoutEdgeSyncConfigs: the EdgeSyncConfig API is optional; when its CRD cannot be
+// installed (here its names are rejected), syncer-gen warns and bootstraps the syncer all the same.
+func TestRunGoesOnWithoutEdgeSyncConfigs(t *testing.T) {
+	f := newFakeUpstream(t, nil)
+	f.rejectNames = []string{"edgesyncconfigs.edge.kubestellar.io"}
+	res, out, err := f.run(t, testOptions())
+	if err != nil || res == nil || !strings.Contains(out, "Warning: ") || !strings.Contains(out, "the syncer works without EdgeSyncConfigs") {
+		t.Fatalf("err %v; output:\n%s", err, out)
 	}
 }

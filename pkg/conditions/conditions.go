@@ -69,13 +69,14 @@ func Shared(src Sources) []metav1.Condition {
 	return out
 }
 
-// ForConfig computes the conditions of one SyncerConfig: SelectionValid from the selection problems
-// that concern it, the shared ones, and Ready (True when all the others are), Ready first.
-func ForConfig(name string, generation int64, selectionProblems []problem.Problem, shared []metav1.Condition) []metav1.Condition {
+// ForConfig computes the conditions of one config (a SyncerConfig or an EdgeSyncConfig, per kind):
+// SelectionValid from the selection problems that concern it, the shared ones, and Ready (True when
+// all the others are), Ready first.
+func ForConfig(kind, name string, generation int64, selectionProblems []problem.Problem, shared []metav1.Condition) []metav1.Condition {
 	var errs, warnings []string
 	for _, p := range selectionProblems {
 		switch {
-		case !p.Concerns(name):
+		case !p.Concerns(kind, name):
 		case p.Warning():
 			warnings = append(warnings, "warning: "+p.String())
 		default:

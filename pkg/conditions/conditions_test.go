@@ -57,8 +57,8 @@ func TestProblemsGoToTheirConfig(t *testing.T) {
 		{Kind: problem.UnknownResource, Config: "a", Field: "clusterScope[0]", Resource: schema.GroupResource{Resource: "nosuchthings"}, Reason: `resource "nosuchthings" is not served upstream`},
 	}}
 	shared := Shared(src)
-	a := ForConfig("a", 3, src.SelectionProblems(), shared)
-	b := ForConfig("b", 1, src.SelectionProblems(), shared)
+	a := ForConfig(problem.SyncerConfig, "a", 3, src.SelectionProblems(), shared)
+	b := ForConfig(problem.SyncerConfig, "b", 1, src.SelectionProblems(), shared)
 	if c := meta.FindStatusCondition(a, SelectionValid); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "nosuchthings") {
 		t.Errorf("config a: %+v", c)
 	}
@@ -122,7 +122,7 @@ func TestStatusApplyKeepsTransitionTimes(t *testing.T) {
 func TestWarningsDoNotBreakReady(t *testing.T) {
 	shared := Shared(sources{reachable: true})
 	warn := problem.Problem{Kind: problem.EmptyConfig, Config: "a", Reason: "selects nothing"}
-	conds := ForConfig("a", 1, []problem.Problem{warn}, shared)
+	conds := ForConfig(problem.SyncerConfig, "a", 1, []problem.Problem{warn}, shared)
 	if c := meta.FindStatusCondition(conds, SelectionValid); c.Status != metav1.ConditionTrue || c.Reason != "ResolvedWithWarnings" || !strings.Contains(c.Message, "warning: SyncerConfig a: selects nothing") {
 		t.Errorf("SelectionValid %+v", c)
 	}
@@ -130,7 +130,7 @@ func TestWarningsDoNotBreakReady(t *testing.T) {
 		t.Error("a warning turned Ready False")
 	}
 	broken := problem.Problem{Kind: problem.UnknownResource, Config: "a", Reason: `resource "x" is not served upstream`}
-	conds = ForConfig("a", 1, []problem.Problem{warn, broken}, shared)
+	conds = ForConfig(problem.SyncerConfig, "a", 1, []problem.Problem{warn, broken}, shared)
 	if c := meta.FindStatusCondition(conds, SelectionValid); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "not served") || !strings.Contains(c.Message, "selects nothing") {
 		t.Errorf("SelectionValid %+v", c)
 	}

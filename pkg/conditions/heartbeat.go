@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
@@ -22,9 +23,10 @@ import (
 
 // Config is what New needs.
 type Config struct {
-	// Upstream writes the SyncerConfigs' status.
+	// Upstream writes the configs' status.
 	Upstream dynamic.Interface
-	// Configs lists the SyncerConfigs as cached (they are not mutated).
+	// Configs lists the SyncerConfigs and EdgeSyncConfigs as cached (they are not mutated), each
+	// with its kind.
 	Configs func() []*unstructured.Unstructured
 	Sources Sources
 	Metrics *metrics.Metrics
@@ -32,7 +34,7 @@ type Config struct {
 	FieldManager string
 }
 
-// Heartbeat writes the heartbeat and conditions on every SyncerConfig.
+// Heartbeat writes the heartbeat and conditions on every SyncerConfig and EdgeSyncConfig.
 type Heartbeat struct {
 	cfg     Config
 	failing bool // the last beat failed (Run's goroutine only)
@@ -54,8 +56,8 @@ func (h *Heartbeat) Run(ctx context.Context, period time.Duration) {
 	wait.UntilWithContext(ctx, h.Beat, period)
 }
 
-// Beat writes lastSyncerHeartbeatTime and the conditions on every SyncerConfig: a server-side apply
-// of the status subresource each, so that conditions merge by type. A condition keeps its
+// Beat writes lastSyncerHeartbeatTime and the conditions on every SyncerConfig and EdgeSyncConfig: a
+// server-side apply of the status subresource each, so that conditions merge by type. A condition keeps its
 // lastTransitionTime while its status holds.
 func (h *Heartbeat) Beat(ctx context.Context) {
 	logger := klog.FromContext(ctx)
@@ -65,21 +67,22 @@ func (h *Heartbeat) Beat(ctx context.Context) {
 	h.logMissingNamespaces(logger, problems)
 	failed := 0
 	for _, cfg := range h.cfg.Configs() {
-		body := StatusApply(cfg, ForConfig(cfg.GetName(), cfg.GetGeneration(), problems, shared), now)
-		_, err := h.cfg.Upstream.Resource(edgev1.SyncerConfigResource).ApplyStatus(ctx, cfg.GetName(), body,
+		kind, gvr := KindOf(cfg)
+		body := StatusApply(cfg, ForConfig(kind, cfg.GetName(), cfg.GetGeneration(), problems, shared), now)
+		_, err := h.cfg.Upstream.Resource(gvr).ApplyStatus(ctx, cfg.GetName(), body,
 			metav1.ApplyOptions{FieldManager: h.cfg.FieldManager, Force: true})
 		if apierrors.IsNotFound(err) {
-			logger.V(logging.Trace).Info("SyncerConfig deleted meanwhile; no heartbeat for it", "syncerConfig", cfg.GetName())
+			logger.V(logging.Trace).Info("Config deleted meanwhile; no heartbeat for it", "configKind", kind, "config", cfg.GetName())
 			continue
 		}
 		if err != nil {
 			failed++
 			if !h.failing && ctx.Err() == nil {
-				logger.Error(err, "Could not write the heartbeat", "syncerConfig", cfg.GetName())
+				logger.Error(err, "Could not write the heartbeat", "configKind", kind, "config", cfg.GetName())
 			}
 			continue
 		}
-		logger.V(logging.Trace).Info("Heartbeat written", "syncerConfig", cfg.GetName())
+		logger.V(logging.Trace).Info("Heartbeat written", "configKind", kind, "config", cfg.GetName())
 	}
 	if failed == 0 {
 		h.cfg.Metrics.LastHeartbeat.SetToCurrentTime()
@@ -88,6 +91,14 @@ func (h *Heartbeat) Beat(ctx context.Context) {
 		}
 	}
 	h.failing = failed > 0
+}
+
+// KindOf tells which kind of config a cached config is, and the resource that serves it.
+func KindOf(cfg *unstructured.Unstructured) (kind string, gvr schema.GroupVersionResource) {
+	if cfg.GetKind() == problem.EdgeSyncConfig {
+		return problem.EdgeSyncConfig, edgev1.EdgeSyncConfigGVR
+	}
+	return problem.SyncerConfig, edgev1.SyncerConfigResource
 }
 
 // logMissingNamespaces logs each missing-namespace warning once, at level 0, when it appears (again).
@@ -100,7 +111,7 @@ func (h *Heartbeat) logMissingNamespaces(logger klog.Logger, problems []problem.
 		text := p.String()
 		now[text] = true
 		if !h.missing[text] {
-			logger.Info("Selection warning", "problem", text, "kind", p.Kind, "syncerConfig", p.Config)
+			logger.Info("Selection warning", "problem", text, "kind", p.Kind, "configKind", p.ConfigKind, "config", p.Config)
 		}
 	}
 	h.missing = now

@@ -36,6 +36,8 @@ const (
 const (
 	// EmptyConfig is a SyncerConfig that selects nothing.
 	EmptyConfig Kind = "EmptyConfig"
+	// EmptyEntry is an entry of a config that selects nothing (an EdgeSyncConfig entry without a name).
+	EmptyEntry Kind = "EmptyEntry"
 	// VersionFallback is a resource whose requested version is not served; another one is used.
 	VersionFallback Kind = "VersionFallback"
 	// NamespaceMissing is a namespace a config lists that does not exist upstream.
@@ -47,7 +49,7 @@ const (
 // Warning tells whether the problem is only a warning: nothing is broken.
 func (p Problem) Warning() bool {
 	switch p.Kind {
-	case EmptyConfig, VersionFallback, NamespaceMissing, NamespaceTerminating:
+	case EmptyConfig, EmptyEntry, VersionFallback, NamespaceMissing, NamespaceTerminating:
 		return true
 	}
 	return false
@@ -63,10 +65,19 @@ const (
 	WriteLoop Kind = "WriteLoop"
 )
 
+// Kinds of configs a problem can come from.
+const (
+	SyncerConfig   = "SyncerConfig"
+	EdgeSyncConfig = "EdgeSyncConfig"
+)
+
 // Problem is one problem.
 type Problem struct {
 	Kind Kind
-	// Config names the SyncerConfig the problem comes from; empty when it concerns every config.
+	// ConfigKind is the kind of the config named by Config: EdgeSyncConfig, or SyncerConfig (also
+	// when empty).
+	ConfigKind string
+	// Config names the config the problem comes from; empty when it concerns every config.
 	Config string
 	// Field is where in the config, e.g. "namespaceScope.resources[0]".
 	Field string
@@ -82,7 +93,7 @@ type Problem struct {
 func (p Problem) String() string {
 	var b strings.Builder
 	if p.Config != "" {
-		fmt.Fprintf(&b, "SyncerConfig %s", p.Config)
+		fmt.Fprintf(&b, "%s %s", configKind(p.ConfigKind), p.Config)
 		if p.Field != "" {
 			b.WriteString(": " + p.Field)
 		}
@@ -97,9 +108,19 @@ func (p Problem) String() string {
 	return b.String()
 }
 
-// Concerns tells whether the problem is to be shown on the SyncerConfig of that name: it comes from
-// that config, or from none in particular.
-func (p Problem) Concerns(config string) bool { return p.Config == "" || p.Config == config }
+// Concerns tells whether the problem is to be shown on the config of that kind and name: it comes
+// from that config, or from none in particular.
+func (p Problem) Concerns(kind, config string) bool {
+	return p.Config == "" || (p.Config == config && configKind(p.ConfigKind) == configKind(kind))
+}
+
+// configKind is the kind of a config, SyncerConfig when unsaid.
+func configKind(kind string) string {
+	if kind == "" {
+		return SyncerConfig
+	}
+	return kind
+}
 
 // ResourceString names a resource as kubectl does: "configmaps", "deployments.apps".
 func ResourceString(gr schema.GroupResource) string { return gr.String() }

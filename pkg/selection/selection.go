@@ -105,8 +105,16 @@ type upsyncEntry struct {
 
 // Origin is where a request comes from: a config and the field in it.
 type Origin struct {
-	Config string
-	Field  string
+	// ConfigKind is the kind of the config: problem.EdgeSyncConfig, or problem.SyncerConfig (also when
+	// empty).
+	ConfigKind string
+	Config     string
+	Field      string
+}
+
+// Problem is a problem found at the origin.
+func (o Origin) Problem(kind problem.Kind, gr schema.GroupResource, reason string) problem.Problem {
+	return problem.Problem{Kind: kind, ConfigKind: o.ConfigKind, Config: o.Config, Field: o.Field, Resource: gr, Reason: reason}
 }
 
 // Request is one resource named by a config, before resolution against discovery.
@@ -128,7 +136,7 @@ type Request struct {
 func (r Request) problems(kind problem.Kind, gr schema.GroupResource, reason string) []problem.Problem {
 	out := make([]problem.Problem, 0, len(r.Origins))
 	for _, o := range r.Origins {
-		out = append(out, problem.Problem{Kind: kind, Config: o.Config, Field: o.Field, Resource: gr, Reason: reason})
+		out = append(out, o.Problem(kind, gr, reason))
 	}
 	return out
 }
@@ -257,19 +265,47 @@ func findRule(rules []*rule, kind string, f filter) *rule {
 	return nil
 }
 
-// Merge builds the Selection from every SyncerConfig. Entries with no resource or kind are reported
-// as problems and skipped; the rest still counts.
-func Merge(configs []*edgev1.SyncerConfig) (*Selection, []problem.Problem) {
-	s, problems := merge(configs)
-	s.conversions, problems = mergeConversions(configs, problems)
-	s.statusRules = subsetRules(s, configs, (*edgev1.SyncerConfigSpec).ReturnsStatus)
-	s.deleteRules = subsetRules(s, configs, (*edgev1.SyncerConfigSpec).PropagatesDeletion)
-	return s, problems
+// Merge builds the Selection from every SyncerConfig and EdgeSyncConfig (each read as
+// FromEdgeSyncConfig converts it): one union. Entries with no resource or kind are reported as
+// problems and skipped; the rest still counts.
+func Merge(configs []*edgev1.SyncerConfig, edgeConfigs ...*edgev1.EdgeSyncConfig) (*Selection, []problem.Problem) {
+	sources := make([]source, 0, len(configs)+len(edgeConfigs))
+	for _, cfg := range configs {
+		sources = append(sources, source{kind: problem.SyncerConfig, cfg: cfg})
+	}
+	var problems []problem.Problem
+	for _, esc := range edgeConfigs {
+		cfg, fields, ps := FromEdgeSyncConfig(esc)
+		sources = append(sources, source{kind: problem.EdgeSyncConfig, cfg: cfg, fields: fields})
+		problems = append(problems, ps...)
+	}
+	s, mergeProblems := merge(sources)
+	s.conversions, mergeProblems = mergeConversions(sources, mergeProblems)
+	s.statusRules = subsetRules(s, sources, (*edgev1.SyncerConfigSpec).ReturnsStatus)
+	s.deleteRules = subsetRules(s, sources, (*edgev1.SyncerConfigSpec).PropagatesDeletion)
+	return s, append(problems, mergeProblems...)
+}
+
+// source is one config as merge reads it: a SyncerConfig, or an EdgeSyncConfig in SyncerConfig form.
+type source struct {
+	kind string // problem.SyncerConfig or problem.EdgeSyncConfig
+	cfg  *edgev1.SyncerConfig
+	// fields names the entries of a converted EdgeSyncConfig as the EdgeSyncConfig does; nil for a
+	// SyncerConfig.
+	fields map[string]string
+}
+
+// origin is the Origin of a field of the config, named as the user wrote it.
+func (src source) origin(field string) Origin {
+	if f, ok := src.fields[field]; ok {
+		field = f
+	}
+	return Origin{ConfigKind: src.kind, Config: src.cfg.Name, Field: field}
 }
 
 // mergeConversions merges every config's conversions; rules that do not apply are problems of the
 // configs they come from.
-func mergeConversions(configs []*edgev1.SyncerConfig, problems []problem.Problem) (*mapping.Conversions, []problem.Problem) {
+func mergeConversions(sources []source, problems []problem.Problem) (*mapping.Conversions, []problem.Problem) {
 	form := func(r edgev1.EdgeSyncConfigResource) mapping.Form {
 		name := r.Name
 		if name == wildcard {
@@ -278,49 +314,59 @@ func mergeConversions(configs []*edgev1.SyncerConfig, problems []problem.Problem
 		return mapping.Form{Group: r.Group, Version: r.Version, Kind: r.Kind, Name: name}
 	}
 	var rules []mapping.ConversionRule
-	for _, cfg := range configs {
-		for i, c := range cfg.Spec.Conversions {
-			rules = append(rules, mapping.ConversionRule{Up: form(c.Upstream), Down: form(c.Downstream), Config: cfg.Name, Field: fmt.Sprintf("conversions[%d]", i)})
+	kinds := map[string]string{} // rule origin -> its config's kind
+	for _, src := range sources {
+		for i, c := range src.cfg.Spec.Conversions {
+			o := src.origin(fmt.Sprintf("conversions[%d]", i))
+			// ConversionRule names its config with its kind, so that a SyncerConfig and an
+			// EdgeSyncConfig of one name stay apart.
+			config := src.kind + "/" + o.Config
+			kinds[config] = src.kind
+			rules = append(rules, mapping.ConversionRule{Up: form(c.Upstream), Down: form(c.Downstream), Config: config, Field: o.Field})
 		}
 	}
 	conversions, errs := mapping.NewConversions(rules)
 	for _, e := range errs {
-		problems = append(problems, problem.Problem{Kind: problem.InvalidConfig, Config: e.Config, Field: e.Field, Reason: e.Reason})
+		name := strings.TrimPrefix(e.Config, kinds[e.Config]+"/")
+		problems = append(problems, problem.Problem{Kind: problem.InvalidConfig, ConfigKind: kinds[e.Config], Config: name, Field: e.Field, Reason: e.Reason})
 	}
 	return conversions, problems
 }
 
 // subsetRules are the rules of the configs whose spec has the property: a union, like the whole.
-func subsetRules(s *Selection, configs []*edgev1.SyncerConfig, has func(*edgev1.SyncerConfigSpec) bool) ruleSet {
-	var subset []*edgev1.SyncerConfig
-	for _, cfg := range configs {
-		if has(&cfg.Spec) {
-			subset = append(subset, cfg)
+func subsetRules(s *Selection, sources []source, has func(*edgev1.SyncerConfigSpec) bool) ruleSet {
+	var subset []source
+	for _, src := range sources {
+		if has(&src.cfg.Spec) {
+			subset = append(subset, src)
 		}
 	}
-	if len(subset) == len(configs) {
+	if len(subset) == len(sources) {
 		return s.rules
 	}
 	r, _ := merge(subset)
 	return r.rules
 }
 
-func merge(configs []*edgev1.SyncerConfig) (*Selection, []problem.Problem) {
+func merge(sources []source) (*Selection, []problem.Problem) {
 	m := &merger{s: &Selection{rules: newRuleSet()}, seen: map[requestKey]int{}}
 	m.nsRule = m.s.rules.target(NamespacesResource, "", filter{})
-	sorted := append([]*edgev1.SyncerConfig(nil), configs...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	for _, cfg := range sorted {
-		spec := cfg.Spec
-		if len(spec.NamespaceScope.Resources) == 0 && len(spec.NamespacedObjects) == 0 && len(spec.ClusterScope) == 0 && len(spec.Upsync) == 0 &&
-			len(spec.Conversions) == 0 {
-			m.problems = append(m.problems, problem.Problem{Kind: problem.EmptyConfig, Config: cfg.Name,
+	sorted := append([]source(nil), sources...)
+	sort.Slice(sorted, func(i, j int) bool {
+		a, b := sorted[i], sorted[j]
+		return a.cfg.Name < b.cfg.Name || (a.cfg.Name == b.cfg.Name && a.kind < b.kind)
+	})
+	for _, src := range sorted {
+		spec := src.cfg.Spec
+		if src.kind == problem.SyncerConfig && len(spec.NamespaceScope.Resources) == 0 && len(spec.NamespacedObjects) == 0 &&
+			len(spec.ClusterScope) == 0 && len(spec.Upsync) == 0 && len(spec.Conversions) == 0 {
+			m.problems = append(m.problems, problem.Problem{Kind: problem.EmptyConfig, ConfigKind: src.kind, Config: src.cfg.Name,
 				Reason: "selects nothing: no namespaceScope resources, namespacedObjects, clusterScope or upsync entries"})
 		}
-		m.namespaceScope(cfg.Name, cfg.Spec.NamespaceScope)
-		m.namespacedObjects(cfg.Name, cfg.Spec.NamespacedObjects)
-		m.clusterScope(cfg.Name, cfg.Spec.ClusterScope)
-		m.upsync(cfg.Name, cfg.Spec.Upsync)
+		m.namespaceScope(src, spec.NamespaceScope)
+		m.namespacedObjects(src, spec.NamespacedObjects)
+		m.clusterScope(src, spec.ClusterScope)
+		m.upsync(src, spec.Upsync)
 	}
 	if !m.nsRule.empty() {
 		m.request(Request{Resource: NamespacesResource.Resource, Version: "v1", Namespaced: false}, Origin{Field: "namespaces of the selected objects"})
@@ -349,7 +395,7 @@ type requestKey struct {
 }
 
 func (m *merger) invalid(o Origin, reason string) {
-	m.problems = append(m.problems, problem.Problem{Kind: problem.InvalidConfig, Config: o.Config, Field: o.Field, Reason: reason})
+	m.problems = append(m.problems, o.Problem(problem.InvalidConfig, schema.GroupResource{}, reason))
 }
 
 // request records that a config entry names a resource; one request per resource and version, with
@@ -412,9 +458,9 @@ func (m *merger) namespace(ns string, o Origin) {
 	m.s.namespaces[ns] = append(m.s.namespaces[ns], o)
 }
 
-func (m *merger) namespaceScope(config string, scope edgev1.NamespaceScopeDownsyncs) {
+func (m *merger) namespaceScope(src source, scope edgev1.NamespaceScopeDownsyncs) {
 	for i, res := range scope.Resources {
-		origin := Origin{config, fmt.Sprintf("namespaceScope.resources[%d]", i)}
+		origin := src.origin(fmt.Sprintf("namespaceScope.resources[%d]", i))
 		r := m.rule(origin, entry{res.Group, res.Resource, res.Kind, res.APIVersion, res.LabelSelector, res.AnnotationSelector}, true)
 		if r == nil {
 			continue
@@ -429,13 +475,13 @@ func (m *merger) namespaceScope(config string, scope edgev1.NamespaceScopeDownsy
 	}
 	// The Namespace objects named by namespaceScope are downsynced themselves.
 	for _, ns := range scope.Namespaces {
-		m.namespace(ns, Origin{config, "namespaceScope.namespaces"})
+		m.namespace(ns, src.origin("namespaceScope.namespaces"))
 	}
 }
 
-func (m *merger) namespacedObjects(config string, entries []edgev1.NamespaceScopeDownsyncObjects) {
+func (m *merger) namespacedObjects(src source, entries []edgev1.NamespaceScopeDownsyncObjects) {
 	for i, obj := range entries {
-		origin := Origin{config, fmt.Sprintf("namespacedObjects[%d]", i)}
+		origin := src.origin(fmt.Sprintf("namespacedObjects[%d]", i))
 		r := m.rule(origin, entry{obj.Group, obj.Resource, obj.Kind, obj.APIVersion, obj.LabelSelector, obj.AnnotationSelector}, true)
 		if r == nil {
 			continue
@@ -459,9 +505,9 @@ func (m *merger) namespacedObjects(config string, entries []edgev1.NamespaceScop
 	}
 }
 
-func (m *merger) clusterScope(config string, entries []edgev1.ClusterScopeDownsyncResource) {
+func (m *merger) clusterScope(src source, entries []edgev1.ClusterScopeDownsyncResource) {
 	for i, cs := range entries {
-		origin := Origin{config, fmt.Sprintf("clusterScope[%d]", i)}
+		origin := src.origin(fmt.Sprintf("clusterScope[%d]", i))
 		r := m.rule(origin, entry{cs.Group, cs.Resource, cs.Kind, cs.APIVersion, cs.LabelSelector, cs.AnnotationSelector}, false)
 		if r == nil {
 			continue
@@ -479,9 +525,9 @@ func (m *merger) clusterScope(config string, entries []edgev1.ClusterScopeDownsy
 	}
 }
 
-func (m *merger) upsync(config string, entries []edgev1.UpsyncSet) {
+func (m *merger) upsync(src source, entries []edgev1.UpsyncSet) {
 	for i, u := range entries {
-		origin := Origin{config, fmt.Sprintf("upsync[%d]", i)}
+		origin := src.origin(fmt.Sprintf("upsync[%d]", i))
 		f, err := newFilter(u.LabelSelector, u.AnnotationSelector)
 		if err != nil {
 			m.invalid(origin, err.Error()+"; the entry upsyncs nothing")

@@ -232,7 +232,7 @@ func TestProblemsNameEveryConfig(t *testing.T) {
 	want := schema.GroupResource{Group: "example.com", Resource: "nosuchthings"}
 	for _, name := range []string{"a", "b"} {
 		p, ok := got[name]
-		if !ok || p.Kind != problem.UnknownResource || p.Resource != want || p.Field != "clusterScope[0]" || !p.Concerns(name) || p.Concerns("other") {
+		if !ok || p.Kind != problem.UnknownResource || p.Resource != want || p.Field != "clusterScope[0]" || !p.Concerns(problem.SyncerConfig, name) || p.Concerns(problem.SyncerConfig, "other") || p.Concerns(problem.EdgeSyncConfig, name) {
 			t.Errorf("problem of config %s: %+v (all: %v)", name, p, problems)
 		}
 	}

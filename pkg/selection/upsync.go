@@ -89,7 +89,7 @@ func ResolveUpsync(sel *Selection, up, down *Index) (map[schema.GroupResource]*R
 		return out, nil
 	}
 	report := func(origin Origin, kind problem.Kind, gr schema.GroupResource, reason string) {
-		problems = append(problems, problem.Problem{Kind: kind, Config: origin.Config, Field: origin.Field, Resource: gr, Reason: reason})
+		problems = append(problems, origin.Problem(kind, gr, reason))
 	}
 	add := func(origin Origin, d APIResource) {
 		gr := d.GVR.GroupResource()

@@ -21,11 +21,14 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
 	"github.com/kubestellar/syncer/pkg/conditions"
 	"github.com/kubestellar/syncer/pkg/downsync"
 	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/informermanager"
+	"github.com/kubestellar/syncer/pkg/logging"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/status"
 	"github.com/kubestellar/syncer/pkg/upsync"
@@ -59,8 +62,15 @@ type Syncer struct {
 	upDisc, downDisc *cachedDiscovery
 
 	configInformer cache.SharedIndexInformer
-	upCRDs         cache.SharedIndexInformer
-	downCRDs       cache.SharedIndexInformer
+	// edgeConfigs watches the EdgeSyncConfigs upstream once discovery shows them served (the CRD is
+	// optional): nil until then; started by the resolver goroutine.
+	edgeConfigs atomic.Pointer[cache.SharedIndexInformer]
+	// edgeConfigsUnlistable: the EdgeSyncConfigs cannot be listed (forbidden, or gone since
+	// discovery), so resolves go on without them rather than wait.
+	edgeConfigsUnlistable atomic.Bool
+	edgeConfigsAbsent     bool // the absence of EdgeSyncConfigs was logged (resolver goroutine)
+	upCRDs                cache.SharedIndexInformer
+	downCRDs              cache.SharedIndexInformer
 	// bindings watches kcp's APIBindings upstream once discovery shows them (resolver goroutine).
 	bindings atomic.Pointer[schema.GroupVersionResource]
 	triggers sync.WaitGroup // the trigger informers' goroutines
@@ -122,7 +132,7 @@ func New(cfg Config) (*Syncer, error) {
 		return nil, err
 	}
 	s.resolver = &resolver{
-		configs: s.configs, upDisc: s.upDisc, downDisc: s.downDisc,
+		configs: s.configs, watchEdgeConfigs: s.watchEdgeSyncConfigs, upDisc: s.upDisc, downDisc: s.downDisc,
 		upClient: cfg.UpstreamDynamic, downClnt: cfg.DownstreamDynamic, up: s.up, down: s.down,
 		ownerLabel: s.ownerLabel, publish: func(next *snapshot) { s.state.Store(next) },
 	}
@@ -199,14 +209,11 @@ func (s *Syncer) newControllers() error {
 // newTriggers makes the informers whose events ask for a resolve: SyncerConfigs upstream (spec
 // changes only: the heartbeat writes their status) and CRDs on both sides (which also make discovery
 // stale). The objects listed at start ask for nothing: Run resolves once when they are all listed.
+// EdgeSyncConfigs are watched later, once discovery shows them (watchEdgeSyncConfigs).
 func (s *Syncer) newTriggers() error {
 	s.configInformer = dynamicinformer.NewFilteredDynamicInformer(s.cfg.UpstreamDynamic, edgev1.SyncerConfigResource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
 	s.upCRDs = apiTrigger(s.cfg.UpstreamDynamic, crdGVR)
 	s.downCRDs = apiTrigger(s.cfg.DownstreamDynamic, crdGVR)
-	specChanged := func(oldObj, newObj interface{}) bool {
-		o, n := framework.ObjectOf(oldObj), framework.ObjectOf(newObj)
-		return o == nil || n == nil || o.GetGeneration() != n.GetGeneration() || o.GetGeneration() == 0
-	}
 	if _, err := s.configInformer.AddEventHandler(s.trigger(false, specChanged)); err != nil {
 		return err
 	}
@@ -216,6 +223,52 @@ func (s *Syncer) newTriggers() error {
 		}
 	}
 	return nil
+}
+
+// specChanged tells whether a config's spec may have changed: the heartbeat's status writes do not
+// change its generation.
+func specChanged(oldObj, newObj interface{}) bool {
+	o, n := framework.ObjectOf(oldObj), framework.ObjectOf(newObj)
+	return o == nil || n == nil || o.GetGeneration() != n.GetGeneration() || o.GetGeneration() == 0
+}
+
+// watchEdgeSyncConfigs starts watching the EdgeSyncConfigs upstream once discovery shows them served,
+// and tells whether they are listed, so that no resolve takes a list not made yet for configs
+// deleted. EdgeSyncConfigs that cannot be listed (the syncer may not, or they went since discovery)
+// are reported once and left out. When they are not served (the CRD is optional and most often
+// absent) the syncer reads SyncerConfigs only; a CRD or APIBinding that brings them later makes
+// discovery stale, and the next resolve starts the watch. A watch once started is kept.
+func (s *Syncer) watchEdgeSyncConfigs(ctx context.Context, served bool) (listed bool) {
+	logger := klog.FromContext(ctx)
+	if p := s.edgeConfigs.Load(); p != nil {
+		return (*p).HasSynced() || s.edgeConfigsUnlistable.Load()
+	}
+	if !served {
+		if !s.edgeConfigsAbsent {
+			s.edgeConfigsAbsent = true
+			logger.Info("EdgeSyncConfigs are not served upstream; reading SyncerConfigs only until they are", "resource", edgev1.EdgeSyncConfigGVR.String())
+		}
+		return true
+	}
+	inf := dynamicinformer.NewFilteredDynamicInformer(s.cfg.UpstreamDynamic, edgev1.EdgeSyncConfigGVR, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+	if _, err := inf.AddEventHandler(s.trigger(false, specChanged)); err != nil {
+		logger.Error(err, "Cannot watch EdgeSyncConfigs")
+		return true
+	}
+	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+			if !s.edgeConfigsUnlistable.Swap(true) {
+				logger.Error(err, "Cannot list EdgeSyncConfigs; going on without them (may the syncer list and watch edgesyncconfigs?)")
+				s.resolveQueue.Add(resolveKey)
+			}
+			return
+		}
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	})
+	s.edgeConfigs.Store(&inf)
+	logger.Info("Watching EdgeSyncConfigs", "resource", edgev1.EdgeSyncConfigGVR.String())
+	s.triggers.Go(func() { inf.Run(ctx.Done()) })
+	return false
 }
 
 // trigger is an event handler that asks for a resolve, after making discovery stale when the event
@@ -298,10 +351,15 @@ func (s *Syncer) logicalCluster() string {
 
 func (s *Syncer) snapshot() *snapshot { return s.state.Load() }
 
-// configs lists the cached SyncerConfigs (the cache's objects: not to be mutated).
+// configs lists the cached SyncerConfigs and EdgeSyncConfigs (the cache's objects: not to be
+// mutated).
 func (s *Syncer) configs() []*unstructured.Unstructured {
+	objs := s.configInformer.GetStore().List()
+	if p := s.edgeConfigs.Load(); p != nil {
+		objs = append(objs, (*p).GetStore().List()...)
+	}
 	var out []*unstructured.Unstructured
-	for _, obj := range s.configInformer.GetStore().List() {
+	for _, obj := range objs {
 		if u, ok := obj.(*unstructured.Unstructured); ok {
 			out = append(out, u)
 		}
@@ -411,6 +469,10 @@ func (s *Syncer) runResolver(ctx context.Context) {
 		switch {
 		case err != nil && ctx.Err() != nil:
 			s.resolveQueue.Forget(key) // shutting down
+		case errors.Is(err, errConfigsNotListed):
+			logger.V(logging.Skip).Info("Waiting for the EdgeSyncConfigs to be listed before resolving")
+			s.resolveQueue.Forget(key)
+			s.resolveQueue.AddAfter(key, configsListedPoll)
 		case err != nil:
 			logger.Error(err, "Could not resolve the selection; retrying")
 			s.resolveQueue.AddRateLimited(key)
@@ -432,7 +494,7 @@ func (s *Syncer) afterResolve(ctx context.Context, old, next *snapshot) {
 	s.status.Prune()
 	s.upsync.Prune()
 	if !next.selection.Equal(old.selection) {
-		klog.FromContext(ctx).Info("Selection changed", "syncerConfigs", len(s.configs()), "resources", grNames(next.resources),
+		klog.FromContext(ctx).Info("Selection changed", "configs", len(s.configs()), "resources", grNames(next.resources),
 			"leftovers", len(next.leftovers), "upsync", grNames(next.upsync), "upsyncLeftovers", len(next.upLeftovers))
 		for gr := range next.resources {
 			s.downsync.EnqueueResource(gr)

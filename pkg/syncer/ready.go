@@ -103,8 +103,7 @@ func (src sources) SelectionProblems() []problem.Problem {
 		for ns, origins := range st.selection.NamedNamespaces() {
 			if _, exists, err := inf.GetStore().GetByKey(ns); err == nil && !exists {
 				for _, o := range origins {
-					out = append(out, problem.Problem{Kind: problem.NamespaceMissing, Config: o.Config, Field: o.Field,
-						Resource: namespaceGVR.GroupResource(), Reason: fmt.Sprintf("namespace %q does not exist upstream", ns)})
+					out = append(out, o.Problem(problem.NamespaceMissing, namespaceGVR.GroupResource(), fmt.Sprintf("namespace %q does not exist upstream", ns)))
 				}
 			}
 		}

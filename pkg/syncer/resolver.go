@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
+	"github.com/kubestellar/syncer/pkg/conditions"
 	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/problem"
@@ -40,7 +42,10 @@ type informerSet interface {
 // resolver turns the SyncerConfigs and both sides' discovery into a snapshot, and makes the informers
 // match it. It runs on the engine's resolve goroutine only.
 type resolver struct {
-	configs            func() []*unstructured.Unstructured
+	configs func() []*unstructured.Unstructured
+	// watchEdgeConfigs is told whether upstream serves EdgeSyncConfigs, and tells whether configs
+	// lists them (or they cannot be listed).
+	watchEdgeConfigs   func(ctx context.Context, served bool) (listed bool)
 	upDisc, downDisc   discoverer
 	upClient, downClnt dynamic.Interface // for the leftover scans at start
 	up, down           informerSet
@@ -60,16 +65,27 @@ type side struct {
 	failed sets.Set[string]
 }
 
+// errConfigsNotListed: upstream serves EdgeSyncConfigs, but they are not listed yet. Resolving
+// without them would take their objects for deselected.
+var errConfigsNotListed = errors.New("the EdgeSyncConfigs are not listed yet")
+
+// configsListedPoll is how soon a resolve that waits for the EdgeSyncConfigs to be listed is tried again.
+const configsListedPoll = 100 * time.Millisecond
+
 // resolve recomputes the snapshot from old, publishes it and makes the informers match it.
 func (r *resolver) resolve(ctx context.Context, old *snapshot) (*snapshot, error) {
-	configs, problems := r.readConfigs()
-	sel, mergeProblems := selection.Merge(configs)
-	problems = append(problems, mergeProblems...)
-
 	up, err := discover(r.upDisc)
 	if err != nil {
 		return nil, fmt.Errorf("upstream discovery: %w", err)
 	}
+	esc, served := up.index.Lookup(edgev1.EdgeSyncConfigGVR.GroupResource(), edgev1.EdgeSyncConfigGVR.Version)
+	if !r.watchEdgeConfigs(ctx, served && esc.GVR == edgev1.EdgeSyncConfigGVR) {
+		return nil, errConfigsNotListed
+	}
+	configs, edgeConfigs, problems := r.readConfigs()
+	sel, mergeProblems := selection.Merge(configs, edgeConfigs...)
+	problems = append(problems, mergeProblems...)
+
 	down, err := discover(r.downDisc)
 	if err != nil {
 		return nil, fmt.Errorf("downstream discovery: %w", err)
@@ -93,19 +109,28 @@ func (r *resolver) resolve(ctx context.Context, old *snapshot) (*snapshot, error
 	return next, nil
 }
 
-// readConfigs parses every cached SyncerConfig; malformed ones are problems and skipped.
-func (r *resolver) readConfigs() ([]*edgev1.SyncerConfig, []problem.Problem) {
-	var out []*edgev1.SyncerConfig
-	var problems []problem.Problem
+// readConfigs parses every cached SyncerConfig and EdgeSyncConfig; malformed ones are problems and
+// skipped.
+func (r *resolver) readConfigs() (configs []*edgev1.SyncerConfig, edgeConfigs []*edgev1.EdgeSyncConfig, problems []problem.Problem) {
 	for _, u := range r.configs() {
-		cfg, err := edgev1.FromUnstructured(u.Object)
-		if err != nil {
-			problems = append(problems, problem.Problem{Kind: problem.InvalidConfig, Config: u.GetName(), Reason: err.Error()})
-			continue
+		kind, _ := conditions.KindOf(u)
+		var err error
+		if kind == problem.EdgeSyncConfig {
+			var esc *edgev1.EdgeSyncConfig
+			if esc, err = edgev1.EdgeSyncConfigFromUnstructured(u.Object); err == nil {
+				edgeConfigs = append(edgeConfigs, esc)
+			}
+		} else {
+			var cfg *edgev1.SyncerConfig
+			if cfg, err = edgev1.FromUnstructured(u.Object); err == nil {
+				configs = append(configs, cfg)
+			}
 		}
-		out = append(out, cfg)
+		if err != nil {
+			problems = append(problems, problem.Problem{Kind: problem.InvalidConfig, ConfigKind: kind, Config: u.GetName(), Reason: err.Error()})
+		}
 	}
-	return out, problems
+	return configs, edgeConfigs, problems
 }
 
 // discover reads one side's discovery. Groups that fail are returned so that their resources can be
@@ -203,9 +228,9 @@ func (r *resolver) logProblems(ctx context.Context, problems []problem.Problem) 
 	logger := klog.FromContext(ctx)
 	for _, p := range problems {
 		if p.Warning() {
-			logger.Info("Selection warning", "problem", p.String(), "kind", p.Kind, "syncerConfig", p.Config)
+			logger.Info("Selection warning", "problem", p.String(), "kind", p.Kind, "configKind", p.ConfigKind, "config", p.Config)
 		} else {
-			logger.Error(nil, "Selection problem", "problem", p.String(), "kind", p.Kind, "syncerConfig", p.Config)
+			logger.Error(nil, "Selection problem", "problem", p.String(), "kind", p.Kind, "configKind", p.ConfigKind, "config", p.Config)
 		}
 	}
 }

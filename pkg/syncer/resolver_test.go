@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -17,6 +18,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/problem"
+	"github.com/kubestellar/syncer/pkg/selection"
 )
 
 var (
@@ -29,8 +31,9 @@ var (
 
 // fakeDiscovery serves a fixed set of APIs, and fails the groups listed in failing.
 type fakeDiscovery struct {
-	widgets bool
-	failing []string
+	widgets     bool
+	edgeConfigs bool // serves edgesyncconfigs
+	failing     []string
 }
 
 func (d *fakeDiscovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
@@ -44,6 +47,11 @@ func (d *fakeDiscovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav
 		groups = append(groups, &metav1.APIGroup{Name: "example.com", PreferredVersion: metav1.GroupVersionForDiscovery{Version: "v1"}})
 		lists = append(lists, &metav1.APIResourceList{GroupVersion: "example.com/v1", APIResources: []metav1.APIResource{
 			{Name: "widgets", Kind: "Widget", Verbs: verbs}}})
+	}
+	if d.edgeConfigs {
+		groups = append(groups, &metav1.APIGroup{Name: "edge.kubestellar.io", PreferredVersion: metav1.GroupVersionForDiscovery{Version: "v2alpha1"}})
+		lists = append(lists, &metav1.APIResourceList{GroupVersion: "edge.kubestellar.io/v2alpha1", APIResources: []metav1.APIResource{
+			{Name: "edgesyncconfigs", Kind: "EdgeSyncConfig", Verbs: verbs}}})
 	}
 	if len(d.failing) == 0 {
 		return groups, lists, nil
@@ -100,6 +108,9 @@ type bed struct {
 	up, down           *fakeInformers
 	current            *snapshot
 	upClient, downClnt *dynamicfake.FakeDynamicClient
+	// edgeServed is what the resolver last said of EdgeSyncConfigs being served; edgeListed what
+	// it is told of their being listed.
+	edgeServed, edgeListed bool
 }
 
 // newBed is a resolver over fakes; downObjs are the objects at the edge (for the scan at start).
@@ -115,7 +126,12 @@ func newBed(downObjs ...runtime.Object) *bed {
 		configs: func() []*unstructured.Unstructured { return b.configs }, upDisc: b.upDisc, downDisc: b.downDisc,
 		upClient: b.upClient, downClnt: b.downClnt, up: b.up, down: b.down, ownerLabel: "edge1",
 		publish: func(s *snapshot) { b.current = s },
+		watchEdgeConfigs: func(_ context.Context, served bool) bool {
+			b.edgeServed = served
+			return b.edgeListed
+		},
 	}
+	b.edgeListed = true
 	return b
 }
 
@@ -296,5 +312,57 @@ func TestResolverFindsLeftoversAtStart(t *testing.T) {
 	}
 	if lists == 0 || again != lists {
 		t.Errorf("scan LISTs: %d at start, %d after a second resolve (want the scan once)", lists, again)
+	}
+}
+
+func edgeSyncConfig(name string, spec map[string]interface{}) *unstructured.Unstructured {
+	u := syncerConfig(name, spec)
+	u.SetKind("EdgeSyncConfig")
+	return u
+}
+
+// TestResolverReadsEdgeSyncConfigs: EdgeSyncConfigs are read beside SyncerConfigs once upstream
+// serves them, and not before they are listed (a resolve without them would take their objects for
+// deselected); their problems name them.
+func TestResolverReadsEdgeSyncConfigs(t *testing.T) {
+	b := newBed()
+	b.configs = []*unstructured.Unstructured{syncerConfig("a", namespaceScope([]interface{}{"ns1"}, "configmaps"))}
+	if s := b.resolve(t); b.edgeServed || keys(s.resources)[0] != "configmaps" {
+		t.Fatalf("not served: the resolver said served=%v; resources %v", b.edgeServed, keys(s.resources))
+	}
+
+	b.upDisc.edgeConfigs, b.edgeListed = true, false
+	before := b.current
+	if _, err := b.r.resolve(context.Background(), b.current); !errors.Is(err, errConfigsNotListed) || !b.edgeServed || b.current != before {
+		t.Fatalf("served, not listed: err %v, served %v, snapshot replaced %v", err, b.edgeServed, b.current != before)
+	}
+
+	b.edgeListed = true
+	b.configs = append(b.configs,
+		edgeSyncConfig("a", map[string]interface{}{"downSyncedResources": []interface{}{
+			map[string]interface{}{"kind": "ConfigMap", "version": "v1", "namespace": "ns2", "name": "x"},
+			map[string]interface{}{"namespace": "ns2", "name": "nokind"}}}),
+		edgeSyncConfig("broken", map[string]interface{}{"downSyncedResources": "not a list"}))
+	s := b.resolve(t)
+	var got []string
+	for _, p := range s.problems {
+		if p.ConfigKind == problem.EdgeSyncConfig {
+			got = append(got, string(p.Kind)+" "+p.Config+" "+p.Field)
+		}
+		if p.Concerns(problem.SyncerConfig, "a") && p.Config == "a" {
+			t.Errorf("a problem shows on SyncerConfig a: %v", p)
+		}
+	}
+	if want := []string{"InvalidConfig a downSyncedResources[1]", "InvalidConfig broken "}; !cmp.Equal(sortStrings(got), want) {
+		t.Errorf("EdgeSyncConfig problems %q, want %q (all: %v)", got, want, problem.Strings(s.problems))
+	}
+	cms := schema.GroupResource{Resource: "configmaps"}
+	for _, o := range []selection.Object{{Resource: cms, Kind: "ConfigMap", Namespace: "ns1", Name: "any"}, {Resource: cms, Kind: "ConfigMap", Namespace: "ns2", Name: "x"}} {
+		if !s.selection.Matches(o) {
+			t.Errorf("%v is not selected (the SyncerConfig selects ns1, the EdgeSyncConfig ns2/x)", o)
+		}
+	}
+	if keys(s.resources)[0] != "configmaps" {
+		t.Errorf("resources %v", keys(s.resources))
 	}
 }

@@ -426,22 +426,28 @@ func (f *fixture) namespace(suffix string) string {
 // syncerConfig creates or replaces a SyncerConfig upstream (deleted when the test ends).
 func (f *fixture) syncerConfig(name string, spec map[string]interface{}) {
 	f.t.Helper()
-	o := obj("edge.kubestellar.io/v2alpha1", "SyncerConfig", "", name, map[string]interface{}{"spec": spec})
-	if _, err := f.get(f.up, gvrSyncerConfig, "", name); apierrors.IsNotFound(err) {
-		f.create(f.up, gvrSyncerConfig, o)
+	f.config(gvrSyncerConfig, "SyncerConfig", name, spec)
+}
+
+// config creates or replaces a config of a kind upstream (deleted when the test ends).
+func (f *fixture) config(gvr schema.GroupVersionResource, kind, name string, spec map[string]interface{}) {
+	f.t.Helper()
+	o := obj("edge.kubestellar.io/v2alpha1", kind, "", name, map[string]interface{}{"spec": spec})
+	if _, err := f.get(f.up, gvr, "", name); apierrors.IsNotFound(err) {
+		f.create(f.up, gvr, o)
 		f.t.Cleanup(func() {
-			_ = f.up.dyn.Resource(gvrSyncerConfig).Delete(context.Background(), name, metav1.DeleteOptions{})
+			_ = f.up.dyn.Resource(gvr).Delete(context.Background(), name, metav1.DeleteOptions{})
 		})
 		return
 	}
 	// The syncer's heartbeat writes the status meanwhile: read again and retry on a conflict.
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		existing, err := f.get(f.up, gvrSyncerConfig, "", name)
+		existing, err := f.get(f.up, gvr, "", name)
 		if err != nil {
 			return err
 		}
 		o.SetResourceVersion(existing.GetResourceVersion())
-		_, err = f.up.dyn.Resource(gvrSyncerConfig).Update(f.ctx, o, metav1.UpdateOptions{})
+		_, err = f.up.dyn.Resource(gvr).Update(f.ctx, o, metav1.UpdateOptions{})
 		return err
 	}); err != nil {
 		f.t.Fatal(err)

@@ -54,7 +54,7 @@ const fieldManager = "testenv"
 
 // KCPMailboxOptions shape SetUpKCPMailboxes.
 type KCPMailboxOptions struct {
-	// SyncerConfig also exports the project's SyncerConfig CRD as EdgeExport and binds it in the
+	// SyncerConfig also exports the project's SyncerConfig and EdgeSyncConfig CRDs as EdgeExport and binds it in the
 	// mailbox (KubeStellar's shape), and applies the CRD in the plain mailbox. Without it no mailbox
 	// serves SyncerConfigs until the caller installs the CRD.
 	SyncerConfig bool
@@ -90,11 +90,15 @@ func (e *Env) SetUpKCPMailboxes(ctx context.Context, opts KCPMailboxOptions) (*K
 	}
 	exports := []Export{{Name: KubernetesExport, CRDs: kube}}
 	if opts.SyncerConfig {
-		crd, err := decodeCRD(manifests.SyncerConfigCRD)
-		if err != nil {
-			return nil, fmt.Errorf("testenv: the SyncerConfig CRD: %w", err)
+		var crds []*unstructured.Unstructured
+		for _, raw := range [][]byte{manifests.SyncerConfigCRD, manifests.EdgeSyncConfigCRD} {
+			crd, err := decodeCRD(raw)
+			if err != nil {
+				return nil, fmt.Errorf("testenv: the CRD of the edge.kubestellar.io export: %w", err)
+			}
+			crds = append(crds, crd)
 		}
-		exports = append(exports, Export{Name: EdgeExport, CRDs: []*unstructured.Unstructured{crd}})
+		exports = append(exports, Export{Name: EdgeExport, CRDs: crds})
 	}
 	mb := &KCPMailboxes{Exports: exports}
 	if mb.Provider, err = k.CreateProvider(ctx, "espw", exports...); err != nil {

@@ -15,9 +15,23 @@ import (
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
 )
 
-// crdSchema is the openAPIV3Schema of the SyncerConfig CRD as embedded in the manifests package (what
-// the bootstrap plugin and the e2e suite install).
-func crdSchema(t *testing.T) map[string]interface{} {
+// crdCase is one CRD of the manifests package (what the bootstrap plugin and the e2e suite install)
+// and the Go type it serves.
+type crdCase struct {
+	kind string
+	crd  []byte
+	typ  reflect.Type
+	// fields and descriptions are how many of each the walks found when the tests were written.
+	fields, descriptions int
+}
+
+var crdCases = []crdCase{
+	{"SyncerConfig", manifests.SyncerConfigCRD, reflect.TypeOf(edgev1.SyncerConfig{}), 37, 20},
+	{"EdgeSyncConfig", manifests.EdgeSyncConfigCRD, reflect.TypeOf(edgev1.EdgeSyncConfig{}), 86, 38},
+}
+
+// crdSchema is the openAPIV3Schema of a CRD.
+func crdSchema(t *testing.T, raw []byte) map[string]interface{} {
 	t.Helper()
 	var crd struct {
 		Spec struct {
@@ -29,7 +43,7 @@ func crdSchema(t *testing.T) map[string]interface{} {
 			} `json:"versions"`
 		} `json:"spec"`
 	}
-	if err := yaml.Unmarshal(manifests.SyncerConfigCRD, &crd); err != nil {
+	if err := yaml.Unmarshal(raw, &crd); err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range crd.Spec.Versions {
@@ -93,13 +107,19 @@ func join(path, name string) string {
 	return path + "." + name
 }
 
-// TestCRDDescribesEveryField: every field of the SyncerConfig schema, spec and status, nested items
-// and metav1.Condition's fields included, has a description, so that `kubectl explain syncerconfig
+// TestCRDDescribesEveryField: every field of each CRD's schema, spec and status, nested items and
+// metav1.Condition's fields included, has a description, so that `kubectl explain syncerconfig
 // --recursive` explains the whole API. The root metadata is the exception the apiserver imposes.
 func TestCRDDescribesEveryField(t *testing.T) {
+	for _, c := range crdCases {
+		t.Run(c.kind, func(t *testing.T) { describesEveryField(t, c) })
+	}
+}
+
+func describesEveryField(t *testing.T, c crdCase) {
 	checked := 0
 	var missing []string
-	walkSchema("", crdSchema(t), func(path string, node map[string]interface{}) {
+	walkSchema("", crdSchema(t, c.crd), func(path string, node map[string]interface{}) {
 		if path == "metadata" {
 			// The apiserver refuses a CRD whose root metadata says anything but its type ("must not
 			// specify anything other than name and generateName"): ObjectMeta is described by the
@@ -117,12 +137,12 @@ func TestCRDDescribesEveryField(t *testing.T) {
 			missing = append(missing, path)
 		}
 	})
-	t.Logf("checked the descriptions of %d fields of the SyncerConfig CRD schema", checked)
-	if checked < 37 {
-		t.Errorf("only %d fields walked (37 when this test was written): the walk missed part of the schema", checked)
+	t.Logf("checked the descriptions of %d fields of the %s CRD schema", checked, c.kind)
+	if checked < c.fields {
+		t.Errorf("only %d fields walked (%d when this test was written): the walk missed part of the schema", checked, c.fields)
 	}
 	if len(missing) > 0 {
-		t.Errorf("%d of %d fields of the SyncerConfig CRD schema have no description:\n  %s", len(missing), checked, strings.Join(missing, "\n  "))
+		t.Errorf("%d of %d fields of the %s CRD schema have no description:\n  %s", len(missing), checked, c.kind, strings.Join(missing, "\n  "))
 	}
 }
 
@@ -167,14 +187,20 @@ func goDocs(t *testing.T) map[string]string {
 
 func collapse(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// TestCRDDescriptionsAreTheGoDocs: the CRD's description of every field that a type of this package
-// declares is that field's Go doc comment (and the root's is SyncerConfig's), so the two never say
+// TestCRDDescriptionsAreTheGoDocs: each CRD's description of every field that a type of this package
+// declares is that field's Go doc comment (and the root's is its type's), so the two never say
 // different things. Fields of imported types (TypeMeta, metav1.Condition, the inline
 // metav1.GroupResource) are described in the CRD only, and metadata not at all. Every CRD property must be a field of the Go
 // types.
 func TestCRDDescriptionsAreTheGoDocs(t *testing.T) {
+	for _, c := range crdCases {
+		t.Run(c.kind, func(t *testing.T) { descriptionsAreTheGoDocs(t, c) })
+	}
+}
+
+func descriptionsAreTheGoDocs(t *testing.T, c crdCase) {
 	docs := goDocs(t)
-	schema := crdSchema(t)
+	schema := crdSchema(t, c.crd)
 	compared := 0
 	check := func(path, key string, node map[string]interface{}) {
 		compared++
@@ -183,7 +209,7 @@ func TestCRDDescriptionsAreTheGoDocs(t *testing.T) {
 			t.Errorf("%s: the CRD's description differs from the doc comment of %s\n  crd: %q\n  go:  %q", path, key, collapse(got), want)
 		}
 	}
-	check("(root)", "SyncerConfig", schema)
+	check("(root)", c.typ.Name(), schema)
 	var walk func(path string, node map[string]interface{}, typ reflect.Type)
 	walk = func(path string, node map[string]interface{}, typ reflect.Type) {
 		props, _ := node["properties"].(map[string]interface{})
@@ -212,9 +238,9 @@ func TestCRDDescriptionsAreTheGoDocs(t *testing.T) {
 			}
 		}
 	}
-	walk("", schema, reflect.TypeOf(edgev1.SyncerConfig{}))
-	t.Logf("compared %d CRD descriptions with the Go doc comments of types.go", compared)
-	if compared < 20 {
+	walk("", schema, c.typ)
+	t.Logf("compared %d %s CRD descriptions with the Go doc comments of types.go", compared, c.kind)
+	if compared < c.descriptions {
 		t.Errorf("only %d descriptions compared: the walk missed part of the schema", compared)
 	}
 }
