@@ -33,6 +33,7 @@ import (
 
 	"github.com/kubestellar/syncer/manifests"
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
+	"github.com/kubestellar/syncer/pkg/selection"
 )
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -419,6 +420,23 @@ func listConfigs(ctx context.Context, dyn dynamic.Interface) ([]*edgev1.SyncerCo
 		if err != nil {
 			return nil, err
 		}
+		out = append(out, cfg)
+	}
+	// The legacy EdgeSyncConfigs select too (read as the SyncerConfigs they amount to); the API is
+	// optional.
+	legacy, err := dyn.Resource(edgev1.EdgeSyncConfigGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+			return out, nil
+		}
+		return nil, fmt.Errorf("listing EdgeSyncConfigs: %w", err)
+	}
+	for i := range legacy.Items {
+		esc, err := edgev1.EdgeSyncConfigFromUnstructured(legacy.Items[i].Object)
+		if err != nil {
+			return nil, err
+		}
+		cfg, _, _ := selection.FromEdgeSyncConfig(esc)
 		out = append(out, cfg)
 	}
 	return out, nil

@@ -191,6 +191,37 @@ func TestLeastRules(t *testing.T) {
 	if !allows(DownstreamRules(RBACBroad, nil), "", "secrets", "delete") || !allows(UpstreamRules(RBACBroad, nil), "x.io", "things", "create") {
 		t.Error("broad rules are not broad")
 	}
+
+	// Entries named by kind get their group (RBAC names resources); a conversion grants the other
+	// side's group: the denatured one upstream for upsync, the natural one at the edge for downsync.
+	crd := func(name string) edgev1.EdgeSyncConfigResource {
+		return edgev1.EdgeSyncConfigResource{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: name}
+	}
+	configs = []*edgev1.SyncerConfig{{ObjectMeta: metav1.ObjectMeta{Name: "k"}, Spec: edgev1.SyncerConfigSpec{
+		NamespacedObjects: []edgev1.NamespaceScopeDownsyncObjects{{GroupResource: metav1.GroupResource{Group: "wgpolicyk8s.io.denatured"}, Kind: "PolicyReport",
+			ObjectsByNamespace: []edgev1.NamespaceAndNames{{Namespace: "app", Names: []string{"*"}}}}},
+		Upsync:      []edgev1.UpsyncSet{{APIGroup: "wgpolicyk8s.io", Kinds: []string{"ClusterPolicyReport"}, Names: []string{"*"}}},
+		Conversions: []edgev1.Conversion{{Upstream: crd("policyreports.wgpolicyk8s.io.denatured"), Downstream: crd("policyreports.wgpolicyk8s.io")}},
+	}}}
+	up, down = UpstreamRules(RBACLeast, configs), DownstreamRules(RBACLeast, configs)
+	for _, c := range []struct {
+		rules                 []rbacv1.PolicyRule
+		side                  string
+		group, resource, verb string
+		want                  bool
+	}{
+		{up, "upstream", "wgpolicyk8s.io.denatured", "policyreports", "watch", true},
+		{up, "upstream", "wgpolicyk8s.io.denatured", "clusterpolicyreports", "create", true},
+		{up, "upstream", "wgpolicyk8s.io", "clusterpolicyreports", "create", true},
+		{down, "downstream", "wgpolicyk8s.io", "policyreports", "create", true},
+		{down, "downstream", "wgpolicyk8s.io", "clusterpolicyreports", "watch", true},
+		{down, "downstream", "wgpolicyk8s.io.denatured", "policyreports", "create", true},
+		{down, "downstream", "apps", "deployments", "create", false},
+	} {
+		if got := allows(c.rules, c.group, c.resource, c.verb); got != c.want {
+			t.Errorf("%s least with kinds and conversions: %s %s.%s = %v, want %v", c.side, c.verb, c.resource, c.group, got, c.want)
+		}
+	}
 }
 
 // TestRecommendedLabels: every object of the edge manifest, and the syncer's pods, carry

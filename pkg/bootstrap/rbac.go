@@ -76,25 +76,76 @@ func (s resourceSet) rules() []rbacv1.PolicyRule {
 	return out
 }
 
-// selected lists the downsync and upsync resources the configs name ("*" kept as a wildcard).
-func selected(configs []*edgev1.SyncerConfig) (down, up [][2]string, anyDownsync bool) {
+// namedResources is what the configs name, per direction and side ("*" kept as a wildcard): RBAC names
+// resources, so an entry named by kind is granted every resource of its group, and a conversion
+// grants the other side's group likewise.
+type namedResources struct {
+	downUp, downDown [][2]string // downsync: read upstream, written at the edge
+	upUp, upDown     [][2]string // upsync: written upstream, read at the edge
+}
+
+// selected lists the downsync and upsync resources the configs name.
+func selected(configs []*edgev1.SyncerConfig) namedResources {
+	var sel namedResources
+	renamed := map[string]map[string]bool{} // upstream group -> downstream groups, by the conversions
 	for _, c := range configs {
-		for _, r := range c.Spec.NamespaceScope.Resources {
-			down = append(down, [2]string{r.Group, r.Resource})
-		}
-		for _, r := range c.Spec.NamespacedObjects {
-			down = append(down, [2]string{r.Group, r.Resource})
-		}
-		for _, r := range c.Spec.ClusterScope {
-			down = append(down, [2]string{r.Group, r.Resource})
-		}
-		for _, u := range c.Spec.Upsync {
-			for _, res := range u.Resources {
-				up = append(up, [2]string{u.APIGroup, res})
+		for _, conv := range c.Spec.Conversions {
+			up, down := conv.Upstream.Group, conv.Downstream.Group
+			if conv.Upstream.Kind == "CustomResourceDefinition" && up == "apiextensions.k8s.io" {
+				// A renamed CRD renames the group of its custom resources: <plural>.<group>.
+				_, up, _ = strings.Cut(conv.Upstream.Name, ".")
+				_, down, _ = strings.Cut(conv.Downstream.Name, ".")
+			}
+			if up != down && up != "" && down != "" {
+				if renamed[up] == nil {
+					renamed[up] = map[string]bool{}
+				}
+				renamed[up][down] = true
 			}
 		}
 	}
-	return down, up, len(down) > 0
+	named := func(group, resource, kind string) [2]string {
+		if resource == "" && kind != "" {
+			return [2]string{group, "*"}
+		}
+		return [2]string{group, resource}
+	}
+	addDown := func(group, resource, kind string) {
+		sel.downUp = append(sel.downUp, named(group, resource, kind))
+		sel.downDown = append(sel.downDown, named(group, resource, kind))
+		for g := range renamed[group] {
+			sel.downDown = append(sel.downDown, [2]string{g, "*"})
+		}
+	}
+	addUp := func(group, resource string) {
+		sel.upDown = append(sel.upDown, [2]string{group, resource})
+		sel.upUp = append(sel.upUp, [2]string{group, resource})
+		for up, downs := range renamed {
+			if downs[group] {
+				sel.upUp = append(sel.upUp, [2]string{up, "*"})
+			}
+		}
+	}
+	for _, c := range configs {
+		for _, r := range c.Spec.NamespaceScope.Resources {
+			addDown(r.Group, r.Resource, r.Kind)
+		}
+		for _, r := range c.Spec.NamespacedObjects {
+			addDown(r.Group, r.Resource, r.Kind)
+		}
+		for _, r := range c.Spec.ClusterScope {
+			addDown(r.Group, r.Resource, r.Kind)
+		}
+		for _, u := range c.Spec.Upsync {
+			for _, res := range u.Resources {
+				addUp(u.APIGroup, res)
+			}
+			if len(u.Kinds) > 0 {
+				addUp(u.APIGroup, "*")
+			}
+		}
+	}
+	return sel
 }
 
 // UpstreamRules are the syncer's permissions in the mailbox workspace.
@@ -111,20 +162,20 @@ func UpstreamRules(mode string, configs []*edgev1.SyncerConfig) []rbacv1.PolicyR
 		s.add("*", "*", writeVerbs...)
 		return s.rules()
 	}
-	down, up, _ := selected(configs)
-	for _, r := range down {
+	sel := selected(configs)
+	for _, r := range sel.downUp {
 		// read; status return writes status (or the object, when there is no status subresource)
 		s.add(r[0], r[1], "get", "list", "watch", "update")
 		s.add(r[0], r[1]+"/status", "get", "update", "patch")
 	}
-	if len(down) > 0 {
+	if len(sel.downUp) > 0 {
 		s.add("", "namespaces", readVerbs...)
 	}
-	for _, r := range up {
+	for _, r := range sel.upUp {
 		s.add(r[0], r[1], writeVerbs...)
 		s.add(r[0], r[1]+"/status", "get", "update", "patch")
 	}
-	if len(up) > 0 {
+	if len(sel.upUp) > 0 {
 		s.add("", "namespaces", "get", "list", "watch", "create")
 	}
 	return s.rules()
@@ -141,14 +192,14 @@ func DownstreamRules(mode string, configs []*edgev1.SyncerConfig) []rbacv1.Polic
 	// Always watched: CRDs (to notice APIs) and namespaces (objects wait for theirs).
 	s.add("apiextensions.k8s.io", "customresourcedefinitions", readVerbs...)
 	s.add("", "namespaces", readVerbs...)
-	down, up, anyDownsync := selected(configs)
-	for _, r := range down {
+	sel := selected(configs)
+	for _, r := range sel.downDown {
 		s.add(r[0], r[1], writeVerbs...)
 	}
-	if anyDownsync {
+	if len(sel.downDown) > 0 {
 		s.add("", "namespaces", writeVerbs...) // the namespaces of namespaced objects
 	}
-	for _, r := range up {
+	for _, r := range sel.upDown {
 		s.add(r[0], r[1], readVerbs...)
 	}
 	return s.rules()

@@ -70,7 +70,7 @@ func newFakeUpstream(t *testing.T, kubeObjs []runtime.Object, dynObjs ...runtime
 	t.Helper()
 	f := &fakeUpstream{kube: kubefake.NewClientset(kubeObjs...), denied: map[string]bool{}}
 	f.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		crdGVR: "CustomResourceDefinitionList", edgev1.SyncerConfigResource: "SyncerConfigList"}, dynObjs...)
+		crdGVR: "CustomResourceDefinitionList", edgev1.SyncerConfigResource: "SyncerConfigList", edgev1.EdgeSyncConfigGVR: "EdgeSyncConfigList"}, dynObjs...)
 	for _, o := range dynObjs {
 		if u, ok := o.(*unstructured.Unstructured); ok && u.GetKind() == "CustomResourceDefinition" {
 			f.serveCRD(u)
