@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -32,6 +33,10 @@ type config struct {
 	quick      bool
 	scenarios  map[string]bool
 	syncerArgs []string
+	// sizes, if set, are the object counts of the sync and memory scenarios (sync: ConfigMaps only).
+	sizes []int
+	// profiles, if set, is where the memory scenario saves the syncer's heap profiles.
+	profiles string
 }
 
 func main() {
@@ -44,7 +49,18 @@ func main() {
 	flag.BoolVar(&c.quick, "quick", false, "Small sizes and one repetition: a smoke run, not figures.")
 	flag.StringVar(&scenarios, "scenarios", "settings,sync,idle,latency,memory,polling", "Which scenarios to run.")
 	flag.StringVar(&extra, "syncer-args", "", "Extra syncer flags, space-separated (e.g. \"--qps=-1 --workers=16\").")
+	var sizes string
+	flag.StringVar(&sizes, "sizes", "", "Object counts of the sync and memory scenarios, comma-separated (e.g. 1000,10000; sync then runs ConfigMaps only). Default: 1000 and 10000 (sync), 1000, 10000 and 100000 (memory).")
+	flag.StringVar(&c.profiles, "heap-profiles", "", "A folder where the memory scenario saves the syncer's heap profile at each size.")
 	flag.Parse()
+	for _, f := range strings.FieldsFunc(sizes, func(r rune) bool { return r == ',' }) {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			fmt.Fprintln(os.Stderr, "bench: -sizes: not a count:", f)
+			os.Exit(2)
+		}
+		c.sizes = append(c.sizes, n)
+	}
 	c.scenarios = map[string]bool{}
 	for _, s := range strings.Split(scenarios, ",") {
 		c.scenarios[strings.TrimSpace(s)] = true

@@ -36,6 +36,13 @@ func (b *bench) initialSync(ctx context.Context) error {
 		{fmt.Sprintf("%d Deployments / 10 ns", 1000/scale), newWorkload("d1k", gvrDeployments, 1000/scale, 10), false},
 		{fmt.Sprintf("%d ConfigMaps / 100 ns", 10000/scale), newWorkload("s10k", gvrConfigMaps, 10000/scale, 100), true},
 	}
+	if len(b.cfg.sizes) > 0 {
+		sizes = nil
+		for i, n := range b.cfg.sizes {
+			ns := max(10, n/100)
+			sizes = append(sizes, size{fmt.Sprintf("%d ConfigMaps / %d ns", n, ns), newWorkload(fmt.Sprintf("s%d", n), gvrConfigMaps, n, ns), i == len(b.cfg.sizes)-1})
+		}
+	}
 	for _, sz := range sizes {
 		logf("initial sync: %s: creating the objects upstream", sz.label)
 		if err := sz.w.create(ctx, b.up, nil); err != nil {
@@ -44,7 +51,7 @@ func (b *bench) initialSync(ctx context.Context) error {
 		if err := b.syncerConfig(ctx, nsScope(sz.w.namespaces, resourceOf(sz.w.gvr))); err != nil {
 			return err
 		}
-		var ours, oursFill, limit, limitApply, relay, ratioLimit, ratioApply, ratioRelay, cpu, first []float64
+		var ours, oursFill, limit, limitApply, relay, ratioLimit, ratioApply, ratioRelay, cpu, first, reqs, gets []float64
 		for rep := 0; rep < b.cfg.repeat; rep++ {
 			l, err := b.measureLimit(ctx, sz.w, false)
 			if err != nil {
@@ -64,6 +71,7 @@ func (b *bench) initialSync(ctx context.Context) error {
 				return err
 			}
 			ours, oursFill, cpu, first = append(ours, m.rate), append(oursFill, m.fill), append(cpu, m.cpu), append(first, m.first)
+			reqs, gets = append(reqs, m.reqs), append(gets, m.gets)
 			limit, limitApply, relay = append(limit, l), append(limitApply, la), append(relay, r)
 			ratioLimit, ratioApply, ratioRelay = append(ratioLimit, m.fill/l), append(ratioApply, m.fill/la), append(ratioRelay, m.fill/r)
 		}
@@ -78,6 +86,8 @@ func (b *bench) initialSync(ctx context.Context) error {
 		b.record(scenario, "syncer ÷ bare relay", "ratio", ratioRelay, "")
 		b.record(scenario, "syncer first object", "s", first, "after process start (discovery, leftover scan, informers)")
 		b.record(scenario, "syncer CPU", "CPU s", cpu, "process_cpu_seconds_total at the end")
+		b.record(scenario, "syncer requests to the edge per object", "requests", reqs, "its own api_requests_total, all but WATCH (discovery and LISTs included)")
+		b.record(scenario, "  of which GETs", "requests", gets, "")
 	}
 	return nil
 }
@@ -183,6 +193,9 @@ type syncMeasure struct {
 	fill  float64 // first to last object
 	cpu   float64
 	first float64 // seconds to the first object
+	// reqs and gets are the requests the syncer sent to the edge per object, from its own metrics:
+	// all but WATCHes (discovery and the informers' LISTs included), and the GETs among them.
+	reqs, gets float64
 }
 
 // measureSyncer starts a fresh syncer on an empty edge and measures how it fills it. With keep,
@@ -207,7 +220,9 @@ func (b *bench) measureSyncer(ctx context.Context, w workload, keep bool, extra 
 		return syncMeasure{}, err
 	}
 	res := syncMeasure{rate: float64(w.n) / all.Sub(p.start).Seconds(), fill: fillRate(w.n, f, all),
-		cpu: m["process_cpu_seconds_total{}"], first: f.Sub(p.start).Seconds()}
+		cpu: m["process_cpu_seconds_total{}"], first: f.Sub(p.start).Seconds(),
+		reqs: sumMatching(m, "kubestellar_syncer_api_requests_total{", `side="downstream"`, `!verb="WATCH"`) / float64(w.n),
+		gets: sumMatching(m, "kubestellar_syncer_api_requests_total{", `side="downstream"`, `verb="GET"`) / float64(w.n)}
 	if keep {
 		b.syncer, b.idleObjects = p, w.n
 		return res, nil
