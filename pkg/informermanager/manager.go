@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 	"time"
+	"unique"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -137,12 +138,7 @@ func (m *Manager) newEntry(gvr schema.GroupVersionResource, spec Spec) *entry {
 	e.informer = cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, m.client), &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{
 		ResyncPeriod: m.resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, ObjectDescription: gvr.String(),
 	})
-	_ = e.informer.SetTransform(func(obj interface{}) (interface{}, error) {
-		if acc, ok := obj.(metav1.Object); ok {
-			acc.SetManagedFields(nil)
-		}
-		return obj, nil
-	})
+	_ = e.informer.SetTransform(slim)
 	_ = e.informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		e.mu.Lock()
 		e.broken = true
@@ -284,4 +280,35 @@ func (m *Manager) Running() []schema.GroupVersionResource {
 		out = append(out, gvr)
 	}
 	return out
+}
+
+// slim is the informers' transform: it drops managedFields (nothing reads them from a cache), and
+// makes every field name of an unstructured object share one copy with the same name in every other
+// cached object (unique.Make): decoded anew for each object, field names and the marks' label and
+// annotation keys are a good part of a small object's size in the cache.
+func slim(obj interface{}) (interface{}, error) {
+	if acc, ok := obj.(metav1.Object); ok {
+		acc.SetManagedFields(nil)
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		internKeys(u.Object)
+	}
+	return obj, nil
+}
+
+// internKeys replaces the keys of every map in v by their canonical copies; values are unchanged.
+// Assigning to a key already in a map stores the key given (the runtime updates string keys), so the
+// decoded copy is freed.
+func internKeys(v interface{}) {
+	switch t := v.(type) {
+	case map[string]interface{}:
+		for k, e := range t {
+			internKeys(e)
+			t[unique.Make(k).Value()] = e
+		}
+	case []interface{}:
+		for _, e := range t {
+			internKeys(e)
+		}
+	}
 }
