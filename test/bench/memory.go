@@ -114,6 +114,14 @@ func (b *bench) measureMemory(ctx context.Context, w workload, profile string) (
 	if err := p.waitSettled(ctx, 2*time.Second, 5*time.Minute); err != nil {
 		return 0, 0, err
 	}
+	if b.cfg.memoryAge > 0 {
+		logf("memory: letting the syncer run for %s", b.cfg.memoryAge)
+		select {
+		case <-time.After(b.cfg.memoryAge):
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		}
+	}
 	resp, err := http.Get("http://" + p.metricsAddr + "/debug/pprof/heap?gc=1")
 	if err != nil {
 		return 0, 0, err
