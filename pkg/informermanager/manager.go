@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
@@ -20,6 +21,9 @@ import (
 
 	"github.com/kubestellar/syncer/pkg/problem"
 )
+
+// syncPollPeriod is how often a starting informer is checked for having synced.
+const syncPollPeriod = 5 * time.Millisecond
 
 // Spec says how to watch one resource.
 type Spec struct {
@@ -187,7 +191,11 @@ func (m *Manager) run(gvr schema.GroupVersionResource, e *entry) {
 	}()
 	go func() {
 		defer e.done.Done()
-		if cache.WaitForNamedCacheSyncWithContext(ctx, e.informer.HasSynced) && m.handlers != nil {
+		// Polled more often than client-go's WaitForCacheSync (every 100 ms): the objects of a
+		// resource are processed once both sides' caches have synced, so the poll delays every
+		// first sync.
+		err := wait.PollUntilContextCancel(ctx, syncPollPeriod, true, func(context.Context) (bool, error) { return e.informer.HasSynced(), nil })
+		if err == nil && m.handlers != nil {
 			logger.V(2).Info("Informer synced")
 			m.handlers.Synced(gvr)
 		}
