@@ -152,13 +152,17 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 			return 0, err // the namespace's arrival enqueues this key again
 		}
 	}
-	creating, readLive := downObj == nil, false
-	if creating {
-		if downObj, err = c.existing(ctx, key, r); err != nil {
-			return 0, err
-		}
-		creating, readLive = downObj == nil, downObj != nil
-	}
+	return c.write(ctx, key, r, upObj, desired, downObj, false)
+}
+
+// write creates or updates the downstream object; downObj is what the downstream cache holds (nil:
+// absent there) or, when readLive, what the apiserver returned. The cache holds only the syncer's own
+// objects, so an object absent from it may still exist unowned: it is created by an apply that
+// succeeds only while the name is free (absentResourceVersion), one request; on a conflict the object
+// in the way is read and taken through the ownership checks below, as an object read live.
+func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, upObj, desired, downObj *unstructured.Unstructured, readLive bool) (time.Duration, error) {
+	logger := klog.FromContext(ctx)
+	creating := downObj == nil
 	if other := ownerOf(downObj); other != "" && other != c.cfg.Mapping.OwnerLabelValue {
 		// Another syncer's (or relabelled to another sync target): never taken, even when adopting.
 		// A mark without any owner label is the syncer's own object drifted; it is put back.
@@ -219,7 +223,22 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 		}
 		return 0, c.recreate(ctx, key, client, upObj, downObj, why)
 	}
-	_, err = client.Apply(ctx, desired.GetName(), desired, metav1.ApplyOptions{FieldManager: c.cfg.FieldManager, Force: true})
+	if creating {
+		desired.SetResourceVersion(absentResourceVersion)
+	}
+	_, err := client.Apply(ctx, desired.GetName(), desired, metav1.ApplyOptions{FieldManager: c.cfg.FieldManager, Force: true})
+	desired.SetResourceVersion("")
+	if creating && apierrors.IsConflict(err) {
+		// The name is taken by an object the cache does not hold (not the syncer's, or not seen yet).
+		live, err := c.existing(ctx, key, r)
+		if err != nil {
+			return 0, err
+		}
+		if live == nil {
+			return 0, fmt.Errorf("%s was in the way at the edge and is gone now; retrying", key.String())
+		}
+		return c.write(ctx, key, r, upObj, desired, live, true)
+	}
 	if err != nil && owned && immutable(err) && !mapping.KeepOnImmutable(upObj) {
 		// The edge cannot change the object in place (a Job's template, say): replace it.
 		return 0, c.recreate(ctx, key, client, upObj, downObj, fmt.Sprintf("sync target %s refuses the change in place (%v)", c.cfg.SyncTargetName, err))
@@ -299,11 +318,18 @@ func ownerOf(obj *unstructured.Unstructured) string {
 	return mapping.OwnerOf(obj)
 }
 
-// existing reads an object the downstream cache cannot show: the cache holds only the syncer's own
-// objects, so make sure nobody else's object has this name. The read is served from the apiserver's
-// watch cache (resourceVersion "0"), not from etcd.
+// absentResourceVersion is the resourceVersion a create is applied with. No stored object can have
+// it (etcd revisions are int64, this is the largest uint64), so the apply is refused with a Conflict
+// when an object of that name exists, and creates the object, owned by the apply, when none does: the
+// apiserver checks a resourceVersion sent with an apply as a precondition of the update, and ignores it
+// when the apply creates (k8s.io/apiserver registry Store.Update).
+const absentResourceVersion = "18446744073709551615"
+
+// existing reads an object the downstream cache cannot show, after a create found its name taken:
+// the cache holds only the syncer's own objects. The read is consistent (not from the watch cache,
+// which may not have caught up with the object the create ran into).
 func (c *Controller) existing(ctx context.Context, key framework.Key, r Resource) (*unstructured.Unstructured, error) {
-	live, err := c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace).Get(ctx, r.Rename.DownName(key.Name), metav1.GetOptions{ResourceVersion: "0"})
+	live, err := c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace).Get(ctx, r.Rename.DownName(key.Name), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil

@@ -2,6 +2,7 @@ package downsync
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -112,7 +113,15 @@ func newHarness(t *testing.T, v *view, up, down []*unstructured.Unstructured) *h
 			return false, nil, nil // the tracker applies other patches
 		}
 		o := &unstructured.Unstructured{}
-		return true, o, o.UnmarshalJSON(a.(clienttesting.PatchAction).GetPatch())
+		if err := o.UnmarshalJSON(a.(clienttesting.PatchAction).GetPatch()); err != nil {
+			return true, nil, err
+		}
+		if o.GetResourceVersion() == absentResourceVersion { // as the apiserver: a precondition when the object exists
+			if _, err := client.Tracker().Get(a.GetResource(), a.GetNamespace(), o.GetName()); err == nil {
+				return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), o.GetName(), errors.New("the object has been modified"))
+			}
+		}
+		return true, o, nil
 	})
 	m := metrics.New(prometheus.NewRegistry())
 	upCache := fakeinformers.Informers{cmGVR: fakeinformers.With(upCMs...), namespaceGVR: fakeinformers.With(upNS...)}
@@ -189,21 +198,21 @@ func TestProcess(t *testing.T) {
 		result   string // writes_total result label that must be 1
 		requeue  bool
 	}{
-		{name: "new object is created with one read of the watch cache", view: selecting("a"), up: objs(upCM, nsA), down: objs(nsA),
-			want: []string{"get configmaps", "patch configmaps"}, result: metrics.Created},
+		{name: "new object is created with one request", view: selecting("a"), up: objs(upCM, nsA), down: objs(nsA),
+			want: []string{"patch configmaps"}, result: metrics.Created},
 		{name: "up to date: no request", view: selecting("a"), up: objs(upCM, nsA), down: objs(nsA, owned(t, upCM))},
 		{name: "drifted: applied again", view: selecting("a"), up: objs(upCM, nsA), down: objs(nsA, drifted),
 			want: []string{"patch configmaps"}, result: metrics.Updated},
 		{name: "waits for its namespace without a request", view: selecting("a"), up: objs(upCM, nsA)},
 		{name: "unowned object is not overwritten", view: selecting("a"), up: objs(upCM, nsA), down: objs(nsA, unowned),
-			want: []string{"get configmaps"}, result: metrics.Conflict, requeue: true},
+			want: []string{"patch configmaps", "get configmaps"}, result: metrics.Conflict, requeue: true},
 		{name: "another sync target's object is a conflict, not taken back", view: selecting("a"), up: objs(upCM, nsA), down: objs(nsA, others),
-			want: []string{"get configmaps"}, result: metrics.Conflict, requeue: true},
+			want: []string{"patch configmaps", "get configmaps"}, result: metrics.Conflict, requeue: true},
 		{name: "own object without its owner label is put back (drift)", view: selecting("a"), up: objs(upCM, nsA), down: objs(nsA, func() *unstructured.Unstructured {
 			d := owned(t, upCM)
 			d.SetLabels(nil)
 			return d
-		}()), want: []string{"get configmaps", "patch configmaps"}, result: metrics.Updated},
+		}()), want: []string{"patch configmaps", "get configmaps", "patch configmaps"}, result: metrics.Updated},
 		{name: "the release-0.14 syncer's object: its fields handed over, then applied", view: selecting("a"), up: objs(upCM, nsA), down: objs(nsA, func() *unstructured.Unstructured {
 			d := owned(t, upCM)
 			d.SetLabels(nil)
@@ -211,7 +220,7 @@ func TestProcess(t *testing.T) {
 			d.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: LegacyFieldManager, Operation: metav1.ManagedFieldsOperationUpdate,
 				APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:k":{}}}`)}}})
 			return d
-		}()), want: []string{"get configmaps", "patch configmaps", "patch configmaps"}, result: metrics.Updated},
+		}()), want: []string{"patch configmaps", "get configmaps", "patch configmaps", "patch configmaps"}, result: metrics.Updated},
 		{name: "deselected owned object is deleted", view: selecting("b"), up: objs(upCM, nsA), down: objs(nsA, owned(t, upCM)),
 			want: []string{"delete configmaps"}, result: metrics.Deleted},
 		{name: "deleted upstream: deleted downstream", view: selecting("a"), up: objs(nsA), down: objs(nsA, owned(t, upCM)),
@@ -229,7 +238,7 @@ func TestProcess(t *testing.T) {
 			o := upsyncMarked(t, u("v1", "ConfigMap", "a", "original", map[string]interface{}{"k": "v"}), true)
 			o.SetName("x")
 			return o
-		}(), nsA), down: objs(nsA), want: []string{"get configmaps", "patch configmaps"}, result: metrics.Created},
+		}(), nsA), down: objs(nsA), want: []string{"patch configmaps"}, result: metrics.Created},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.view, tc.up, tc.down)
@@ -254,9 +263,16 @@ func TestProcess(t *testing.T) {
 					t.Errorf("writes_total{result=%s} = %v, want 1", tc.result, got)
 				}
 			}
-			for _, a := range h.down.Actions() {
+			for i, a := range h.down.Actions() {
 				if p, ok := a.(clienttesting.PatchAction); ok && p.GetPatchType() == types.ApplyPatchType && !strings.Contains(string(p.GetPatch()), mapping.OwnerLabel) {
 					t.Errorf("applied object lacks the owner label: %s", p.GetPatch())
+				}
+				if p, ok := a.(clienttesting.PatchAction); ok && p.GetPatchType() == types.ApplyPatchType {
+					// Only a create (the first request, the cache holding nothing) may carry the precondition.
+					inCache, _ := framework.GetFromCache(h.c.cfg.DownstreamInformers.(fakeinformers.Informers)[cmGVR], "a", "x")
+					if got, want := strings.Contains(string(p.GetPatch()), absentResourceVersion), i == 0 && inCache == nil; got != want {
+						t.Errorf("apply #%d carries the create-only precondition: %v, want %v: %s", i, got, want, p.GetPatch())
+					}
 				}
 				if d, ok := a.(clienttesting.DeleteAction); ok {
 					if pre := d.GetDeleteOptions().Preconditions; pre == nil || pre.UID == nil || *pre.UID != "down-uid" {
@@ -339,7 +355,7 @@ func TestSystemObjectsOnlyWhenNamed(t *testing.T) {
 	if _, err := h.c.process(context.Background(), caKey); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"get configmaps", "patch configmaps"}, h.actions()); diff != "" {
+	if diff := cmp.Diff([]string{"patch configmaps"}, h.actions()); diff != "" {
 		t.Errorf("named: actions (-want +got):\n%s", diff)
 	}
 }
@@ -403,7 +419,7 @@ func TestProcessFollowsSelectors(t *testing.T) {
 		want     []string
 		relevant bool
 	}{
-		{"matching labels: created", web, nil, []string{"get configmaps", "patch configmaps"}, true},
+		{"matching labels: created", web, nil, []string{"patch configmaps"}, true},
 		{"labels stopped matching: edge copy deleted", other, owned(t, web), []string{"delete configmaps"}, false},
 		{"never matched: nothing", other, nil, nil, false},
 	} {
@@ -423,5 +439,20 @@ func TestProcessFollowsSelectors(t *testing.T) {
 				t.Errorf("actions (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestCreateRacesAnObjectThatGoes: the name was taken when the create was sent and is free when the
+// object in the way is read: an error, so that the key is retried (and created then).
+func TestCreateRacesAnObjectThatGoes(t *testing.T) {
+	h := newHarness(t, selecting("a"), objs(upCM, nsA), objs(nsA))
+	h.down.PrependReactor("patch", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(cmGVR.GroupResource(), "x", errors.New("the object has been modified"))
+	})
+	if _, err := h.c.process(context.Background(), key); err == nil {
+		t.Fatal("no error, want one to retry")
+	}
+	if diff := cmp.Diff([]string{"patch configmaps", "get configmaps"}, h.actions()); diff != "" {
+		t.Errorf("actions (-want +got):\n%s", diff)
 	}
 }

@@ -38,6 +38,23 @@ type loopState struct {
 type loops struct {
 	mu   sync.Mutex
 	keys map[Key]*loopState
+	// swept is when keys was last rid of the keys with nothing to remember.
+	swept time.Time
+}
+
+// sweep forgets, at most once per LoopWindow, the keys that have nothing left to count: no write
+// within LoopWindow, and never backed off (a backoff grows over repeated loops, so it is kept).
+// Without it every key ever written would keep its state for good. l.mu is held.
+func (l *loops) sweep(now time.Time) {
+	if now.Sub(l.swept) < LoopWindow {
+		return
+	}
+	l.swept = now
+	for k, st := range l.keys {
+		if st.backoff == 0 && (len(st.writes) == 0 || now.Sub(st.writes[len(st.writes)-1]) >= LoopWindow) {
+			delete(l.keys, k)
+		}
+	}
 }
 
 // Backoff tells whether a key is backing off a loop, and for how long still.
@@ -86,6 +103,7 @@ func (w *Writes) Wrote(ctx context.Context, key Key, content string, recreated b
 	if w.loops.keys == nil {
 		w.loops.keys = map[Key]*loopState{}
 	}
+	w.loops.sweep(now)
 	st := w.loops.keys[key]
 	if st == nil || st.content != content {
 		st = &loopState{content: content, backoff: backoffOf(st)}
@@ -167,6 +185,7 @@ func otherWriters(live *unstructured.Unstructured, own string) string {
 func (w *Writes) Loops(limit int) (int, []problem.Problem) {
 	w.loops.mu.Lock()
 	defer w.loops.mu.Unlock()
+	w.loops.sweep(time.Now()) // called periodically (the heartbeat's conditions): the idle syncer sweeps too
 	var keys []Key
 	others := map[Key]string{}
 	for k, st := range w.loops.keys {

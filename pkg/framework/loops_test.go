@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -63,5 +64,32 @@ func TestWriteLoopDetected(t *testing.T) {
 	}
 	if n, ex := w.Loops(5); n != 1 || !strings.Contains(ex[0].String(), "reverter") {
 		t.Errorf("loops %d %v", n, ex)
+	}
+}
+
+// TestLoopStateForgotten: a key with no write within LoopWindow that never looped leaves the loop
+// bookkeeping at the next sweep (at most one per LoopWindow); a key that backed off stays.
+func TestLoopStateForgotten(t *testing.T) {
+	now := time.Now()
+	old, recent, looped := Key{Name: "old"}, Key{Name: "recent"}, Key{Name: "looped"}
+	l := &loops{keys: map[Key]*loopState{
+		old:    {content: "c", writes: []time.Time{now.Add(-2 * LoopWindow)}},
+		recent: {content: "c", writes: []time.Time{now.Add(-time.Second)}},
+		looped: {content: "c", backoff: LoopBackoff},
+	}}
+	l.sweep(now)
+	if _, ok := l.keys[old]; ok {
+		t.Error("a key idle for longer than the window is remembered")
+	}
+	if _, ok := l.keys[recent]; !ok {
+		t.Error("a key written within the window is forgotten")
+	}
+	if _, ok := l.keys[looped]; !ok {
+		t.Error("a key that backed off is forgotten")
+	}
+	l.keys[old] = &loopState{content: "c", writes: []time.Time{now.Add(-2 * LoopWindow)}}
+	l.sweep(now.Add(time.Second))
+	if _, ok := l.keys[old]; !ok {
+		t.Error("swept twice within the window")
 	}
 }

@@ -33,8 +33,14 @@ type Queue struct {
 
 	mu       sync.Mutex
 	observed map[Key]time.Time
+	// peak is the most keys observed at once since observed was last made anew: a map keeps its
+	// size when emptied, and an initial sync fills it with every object.
+	peak     int
 	failures map[Key]string
 }
+
+// shrinkAfter is the peak beyond which an emptied observed map is made anew.
+const shrinkAfter = 1024
 
 // NewQueue makes a queue: per-key exponential backoff from 20ms to 5m on errors, and an overall
 // token bucket (qps, burst) on retries.
@@ -58,6 +64,7 @@ func (q *Queue) Add(key Key) {
 	q.mu.Lock()
 	if _, ok := q.observed[key]; !ok {
 		q.observed[key] = time.Now()
+		q.peak = max(q.peak, len(q.observed))
 	}
 	q.mu.Unlock()
 	q.queue.Add(key)
@@ -98,6 +105,9 @@ func (q *Queue) processNext(ctx context.Context) bool {
 	q.mu.Lock()
 	observed, hasObserved := q.observed[key]
 	delete(q.observed, key) // a change arriving while this runs is observed anew
+	if len(q.observed) == 0 && q.peak > shrinkAfter {
+		q.observed, q.peak = map[Key]time.Time{}, 0 // give back what a backlog (an initial sync) took
+	}
 	q.mu.Unlock()
 
 	logger := klog.FromContext(ctx).WithValues("key", key.String())

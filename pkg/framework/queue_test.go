@@ -177,3 +177,32 @@ func TestRefusedWriteLoggedOnce(t *testing.T) {
 		t.Errorf("transient failures logged %d times at error level, want every time", strings.Count(errs, "Sync failed"))
 	}
 }
+
+// TestObservedMadeAnewAfterABacklog: once a backlog larger than shrinkAfter is drained, the map of
+// observed keys is made anew (a Go map keeps its size when emptied); latency is still measured.
+func TestObservedMadeAnewAfterABacklog(t *testing.T) {
+	var measured, seen int
+	q := NewQueue("test", nil, func(ctx context.Context, key Key) (time.Duration, error) {
+		seen++
+		if _, ok := ObservedSince(ctx); ok {
+			measured++
+		}
+		return 0, nil
+	})
+	n := shrinkAfter + 10
+	for i := range n {
+		q.Add(Key{GVR: cm, Namespace: "a", Name: fmt.Sprint(i)})
+	}
+	if q.peak != n {
+		t.Fatalf("peak %d, want %d", q.peak, n)
+	}
+	for seen < n {
+		q.processNext(context.Background())
+	}
+	if measured != n {
+		t.Errorf("latency measured for %d keys, want %d", measured, n)
+	}
+	if q.peak != 0 || len(q.observed) != 0 {
+		t.Errorf("after the backlog: peak %d, %d observed; want a new, empty map", q.peak, len(q.observed))
+	}
+}

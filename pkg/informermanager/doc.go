@@ -5,5 +5,6 @@
 // Each informer has its own context: stopping one cancels it, removes its event handler and waits
 // for its goroutines to exit, so that removing a resource leaves nothing behind (the Kubernetes
 // garbage collector leaked handlers here, kubernetes#114066). The manager keeps only what the syncer
-// needs in the caches (managedFields are dropped). It makes no decisions about what to sync.
+// needs in the caches (managedFields are dropped,
+// and field names are shared between the cached objects). It makes no decisions about what to sync.
 package informermanager

@@ -6,12 +6,14 @@ import (
 	"sort"
 	"sync"
 	"time"
+	"unique"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
@@ -19,6 +21,9 @@ import (
 
 	"github.com/kubestellar/syncer/pkg/problem"
 )
+
+// syncPollPeriod is how often a starting informer is checked for having synced.
+const syncPollPeriod = 5 * time.Millisecond
 
 // Spec says how to watch one resource.
 type Spec struct {
@@ -137,12 +142,7 @@ func (m *Manager) newEntry(gvr schema.GroupVersionResource, spec Spec) *entry {
 	e.informer = cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, m.client), &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{
 		ResyncPeriod: m.resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, ObjectDescription: gvr.String(),
 	})
-	_ = e.informer.SetTransform(func(obj interface{}) (interface{}, error) {
-		if acc, ok := obj.(metav1.Object); ok {
-			acc.SetManagedFields(nil)
-		}
-		return obj, nil
-	})
+	_ = e.informer.SetTransform(slim)
 	_ = e.informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		e.mu.Lock()
 		e.broken = true
@@ -191,7 +191,11 @@ func (m *Manager) run(gvr schema.GroupVersionResource, e *entry) {
 	}()
 	go func() {
 		defer e.done.Done()
-		if cache.WaitForNamedCacheSyncWithContext(ctx, e.informer.HasSynced) && m.handlers != nil {
+		// Polled more often than client-go's WaitForCacheSync (every 100 ms): the objects of a
+		// resource are processed once both sides' caches have synced, so the poll delays every
+		// first sync.
+		err := wait.PollUntilContextCancel(ctx, syncPollPeriod, true, func(context.Context) (bool, error) { return e.informer.HasSynced(), nil })
+		if err == nil && m.handlers != nil {
 			logger.V(2).Info("Informer synced")
 			m.handlers.Synced(gvr)
 		}
@@ -284,4 +288,35 @@ func (m *Manager) Running() []schema.GroupVersionResource {
 		out = append(out, gvr)
 	}
 	return out
+}
+
+// slim is the informers' transform: it drops managedFields (nothing reads them from a cache), and
+// makes every field name of an unstructured object share one copy with the same name in every other
+// cached object (unique.Make): decoded anew for each object, field names and the marks' label and
+// annotation keys are a good part of a small object's size in the cache.
+func slim(obj interface{}) (interface{}, error) {
+	if acc, ok := obj.(metav1.Object); ok {
+		acc.SetManagedFields(nil)
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		internKeys(u.Object)
+	}
+	return obj, nil
+}
+
+// internKeys replaces the keys of every map in v by their canonical copies; values are unchanged.
+// Assigning to a key already in a map stores the key given (the runtime updates string keys), so the
+// decoded copy is freed.
+func internKeys(v interface{}) {
+	switch t := v.(type) {
+	case map[string]interface{}:
+		for k, e := range t {
+			internKeys(e)
+			t[unique.Make(k).Value()] = e
+		}
+	case []interface{}:
+		for _, e := range t {
+			internKeys(e)
+		}
+	}
 }

@@ -8,7 +8,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
+	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -200,4 +202,42 @@ func TestRefusedListIsAProblem(t *testing.T) {
 	refuse = false
 	mu.Unlock()
 	waitFor(t, "the problem to clear after a successful list", func() bool { _, ok := m.Synced(sec); return ok && len(m.Problems()) == 0 })
+}
+
+// TestSlimSharesFieldNames: the transform leaves an object's content as it was, with field names
+// shared between objects.
+func TestSlimSharesFieldNames(t *testing.T) {
+	decode := func() *unstructured.Unstructured {
+		o := &unstructured.Unstructured{}
+		if err := o.UnmarshalJSON([]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"a",
+			"labels":{"edge.kubestellar.io/owner":"t"},"managedFields":[{"manager":"m"}]},"data":{"k":"v"},"list":[{"name":"n"}]}`)); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	want := decode()
+	want.SetManagedFields(nil)
+	a, _ := slim(decode())
+	b, _ := slim(decode())
+	if diff := cmp.Diff(want.Object, a.(*unstructured.Unstructured).Object); diff != "" {
+		t.Errorf("content changed (-want +got):\n%s", diff)
+	}
+	keyOf := func(m map[string]interface{}) string {
+		for k := range m {
+			return k
+		}
+		return ""
+	}
+	labels := func(o interface{}) map[string]interface{} {
+		return o.(*unstructured.Unstructured).Object["metadata"].(map[string]interface{})["labels"].(map[string]interface{})
+	}
+	item := func(o interface{}) map[string]interface{} {
+		return o.(*unstructured.Unstructured).Object["list"].([]interface{})[0].(map[string]interface{})
+	}
+	if ka, kb := keyOf(labels(a)), keyOf(labels(b)); unsafe.StringData(ka) != unsafe.StringData(kb) {
+		t.Error("a label key is not shared between two objects")
+	}
+	if ka, kb := keyOf(item(a)), keyOf(item(b)); unsafe.StringData(ka) != unsafe.StringData(kb) {
+		t.Error("a field name in a list is not shared between two objects")
+	}
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -47,5 +49,20 @@ func TestRecordMedianAndSpread(t *testing.T) {
 	r := b.results[0]
 	if r.Median != 2.5 || r.Min != 1 || r.Max != 10 {
 		t.Errorf("%+v", r)
+	}
+}
+
+func TestLogTime(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "syncer.log")
+	if err := os.WriteFile(path, []byte("I1124 12:13:25.606847   21712 engine.go:347] \"Syncer started\"\nI1124 12:13:27.218186   21712 engine.go:435] \"Selection changed\" syncTarget=\"bench\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, ok := logTime(path, `"Selection changed"`)
+	want := time.Date(time.Now().Year(), time.November, 24, 12, 13, 27, 218186000, time.Local)
+	if !ok || !got.Equal(want) {
+		t.Errorf("logTime = %v %v, want %v", got, ok, want)
+	}
+	if _, ok := logTime(path, "absent"); ok {
+		t.Error("found a line that is not there")
 	}
 }

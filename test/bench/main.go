@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -32,6 +33,12 @@ type config struct {
 	quick      bool
 	scenarios  map[string]bool
 	syncerArgs []string
+	// sizes, if set, are the object counts of the sync and memory scenarios (sync: ConfigMaps only).
+	sizes []int
+	// profiles, if set, is where the memory scenario saves the syncer's heap profiles.
+	profiles string
+	// memoryAge is how long the memory scenario lets a filled syncer run before measuring.
+	memoryAge time.Duration
 }
 
 func main() {
@@ -44,7 +51,19 @@ func main() {
 	flag.BoolVar(&c.quick, "quick", false, "Small sizes and one repetition: a smoke run, not figures.")
 	flag.StringVar(&scenarios, "scenarios", "settings,sync,idle,latency,memory,polling", "Which scenarios to run.")
 	flag.StringVar(&extra, "syncer-args", "", "Extra syncer flags, space-separated (e.g. \"--qps=-1 --workers=16\").")
+	var sizes string
+	flag.StringVar(&sizes, "sizes", "", "Object counts of the sync and memory scenarios, comma-separated (e.g. 1000,10000; sync then runs ConfigMaps only). Default: 1000 and 10000 (sync), 1000, 10000 and 100000 (memory).")
+	flag.StringVar(&c.profiles, "heap-profiles", "", "A folder where the memory scenario saves the syncer's heap profile at each size.")
+	flag.DurationVar(&c.memoryAge, "memory-age", 0, "How long the memory scenario lets the syncer run once settled before measuring (e.g. 3m: per-key bookkeeping kept for a write-loop window is then gone).")
 	flag.Parse()
+	for _, f := range strings.FieldsFunc(sizes, func(r rune) bool { return r == ',' }) {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			fmt.Fprintln(os.Stderr, "bench: -sizes: not a count:", f)
+			os.Exit(2)
+		}
+		c.sizes = append(c.sizes, n)
+	}
 	c.scenarios = map[string]bool{}
 	for _, s := range strings.Split(scenarios, ",") {
 		c.scenarios[strings.TrimSpace(s)] = true
@@ -136,6 +155,9 @@ func header(c config) map[string]string {
 		"repeat":     fmt.Sprint(c.repeat),
 		"quick":      fmt.Sprint(c.quick),
 		"syncerArgs": strings.Join(c.syncerArgs, " "),
+		"syncer":     c.syncer,
+		"sizes":      fmt.Sprint(c.sizes),
+		"memoryAge":  c.memoryAge.String(),
 	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +22,9 @@ func (b *bench) memory(ctx context.Context) error {
 	if b.cfg.quick {
 		sizes = []int{100, 1000}
 	}
+	if len(b.cfg.sizes) > 0 {
+		sizes = b.cfg.sizes
+	}
 	logf("memory: emptying the upstream of ConfigMaps (a mailbox holds only what goes to its edge)")
 	if err := clearConfigMaps(ctx, b.up); err != nil {
 		return err
@@ -31,7 +36,7 @@ func (b *bench) memory(ctx context.Context) error {
 	if err := b.syncerConfig(ctx, nsScope(empty.namespaces, resourceOf(gvrConfigMaps))); err != nil {
 		return err
 	}
-	heap0, rss0, err := b.measureMemory(ctx, empty)
+	heap0, rss0, err := b.measureMemory(ctx, empty, "heap-0.pprof")
 	if err != nil {
 		return err
 	}
@@ -55,7 +60,7 @@ func (b *bench) memory(ctx context.Context) error {
 			objSize = float64(len(data))
 			b.record("memory", "one ConfigMap as JSON", "bytes", []float64{objSize}, "the object itself (managedFields dropped, as in the caches)")
 		}
-		heap, rss, err := b.measureMemory(ctx, w)
+		heap, rss, err := b.measureMemory(ctx, w, fmt.Sprintf("heap-%d.pprof", n))
 		if err != nil {
 			return err
 		}
@@ -87,8 +92,8 @@ func clearConfigMaps(ctx context.Context, s *side) error {
 }
 
 // measureMemory runs a fresh syncer until the workload is synced, forces a GC through pprof, and
-// reads the live heap and RSS from its metrics.
-func (b *bench) measureMemory(ctx context.Context, w workload) (heap, rss float64, err error) {
+// reads the live heap and RSS from its metrics; with -heap-profiles it saves the profile as profile.
+func (b *bench) measureMemory(ctx context.Context, w workload, profile string) (heap, rss float64, err error) {
 	var c *counter
 	if w.n > 0 {
 		if c, err = watchCount(ctx, b.down, gvrConfigMaps, ownedSelector, w.namespaces, w.n, nil); err != nil {
@@ -109,12 +114,33 @@ func (b *bench) measureMemory(ctx context.Context, w workload) (heap, rss float6
 	if err := p.waitSettled(ctx, 2*time.Second, 5*time.Minute); err != nil {
 		return 0, 0, err
 	}
+	if b.cfg.memoryAge > 0 {
+		logf("memory: letting the syncer run for %s", b.cfg.memoryAge)
+		select {
+		case <-time.After(b.cfg.memoryAge):
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		}
+	}
 	resp, err := http.Get("http://" + p.metricsAddr + "/debug/pprof/heap?gc=1")
 	if err != nil {
 		return 0, 0, err
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
+	out := io.Discard
+	if b.cfg.profiles != "" {
+		f, err := os.Create(filepath.Join(b.cfg.profiles, profile))
+		if err != nil {
+			resp.Body.Close()
+			return 0, 0, err
+		}
+		defer f.Close()
+		out = f
+	}
+	_, err = io.Copy(out, resp.Body)
 	resp.Body.Close()
+	if err != nil {
+		return 0, 0, err
+	}
 	m, err := p.metrics()
 	if err != nil {
 		return 0, 0, err

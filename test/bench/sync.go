@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +37,13 @@ func (b *bench) initialSync(ctx context.Context) error {
 		{fmt.Sprintf("%d Deployments / 10 ns", 1000/scale), newWorkload("d1k", gvrDeployments, 1000/scale, 10), false},
 		{fmt.Sprintf("%d ConfigMaps / 100 ns", 10000/scale), newWorkload("s10k", gvrConfigMaps, 10000/scale, 100), true},
 	}
+	if len(b.cfg.sizes) > 0 {
+		sizes = nil
+		for i, n := range b.cfg.sizes {
+			ns := max(10, n/100)
+			sizes = append(sizes, size{fmt.Sprintf("%d ConfigMaps / %d ns", n, ns), newWorkload(fmt.Sprintf("s%d", n), gvrConfigMaps, n, ns), i == len(b.cfg.sizes)-1})
+		}
+	}
 	for _, sz := range sizes {
 		logf("initial sync: %s: creating the objects upstream", sz.label)
 		if err := sz.w.create(ctx, b.up, nil); err != nil {
@@ -44,7 +52,7 @@ func (b *bench) initialSync(ctx context.Context) error {
 		if err := b.syncerConfig(ctx, nsScope(sz.w.namespaces, resourceOf(sz.w.gvr))); err != nil {
 			return err
 		}
-		var ours, oursFill, limit, limitApply, relay, ratioLimit, ratioApply, ratioRelay, cpu, first []float64
+		var ours, oursFill, limit, limitApply, relay, ratioLimit, ratioApply, ratioRelay, cpu, first, reqs, gets, resolved []float64
 		for rep := 0; rep < b.cfg.repeat; rep++ {
 			l, err := b.measureLimit(ctx, sz.w, false)
 			if err != nil {
@@ -64,6 +72,10 @@ func (b *bench) initialSync(ctx context.Context) error {
 				return err
 			}
 			ours, oursFill, cpu, first = append(ours, m.rate), append(oursFill, m.fill), append(cpu, m.cpu), append(first, m.first)
+			reqs, gets = append(reqs, m.reqs), append(gets, m.gets)
+			if m.resolved >= 0 {
+				resolved = append(resolved, 1000*m.resolved)
+			}
 			limit, limitApply, relay = append(limit, l), append(limitApply, la), append(relay, r)
 			ratioLimit, ratioApply, ratioRelay = append(ratioLimit, m.fill/l), append(ratioApply, m.fill/la), append(ratioRelay, m.fill/r)
 		}
@@ -77,7 +89,10 @@ func (b *bench) initialSync(ctx context.Context) error {
 		b.record(scenario, "syncer ÷ bare apply", "ratio", ratioApply, "")
 		b.record(scenario, "syncer ÷ bare relay", "ratio", ratioRelay, "")
 		b.record(scenario, "syncer first object", "s", first, "after process start (discovery, leftover scan, informers)")
+		b.record(scenario, "syncer first object after the selection resolved", "ms", resolved, "from its \"Selection changed\" log line (informers listing both sides)")
 		b.record(scenario, "syncer CPU", "CPU s", cpu, "process_cpu_seconds_total at the end")
+		b.record(scenario, "syncer requests to the edge per object", "requests", reqs, "its own api_requests_total, all but WATCH (discovery and LISTs included)")
+		b.record(scenario, "  of which GETs", "requests", gets, "")
 	}
 	return nil
 }
@@ -183,6 +198,12 @@ type syncMeasure struct {
 	fill  float64 // first to last object
 	cpu   float64
 	first float64 // seconds to the first object
+	// reqs and gets are the requests the syncer sent to the edge per object, from its own metrics:
+	// all but WATCHes (discovery and the informers' LISTs included), and the GETs among them.
+	reqs, gets float64
+	// resolved is the seconds from the selection resolved (the syncer's "Selection changed" line) to
+	// the first object; negative when the line is not found.
+	resolved float64
 }
 
 // measureSyncer starts a fresh syncer on an empty edge and measures how it fills it. With keep,
@@ -207,7 +228,12 @@ func (b *bench) measureSyncer(ctx context.Context, w workload, keep bool, extra 
 		return syncMeasure{}, err
 	}
 	res := syncMeasure{rate: float64(w.n) / all.Sub(p.start).Seconds(), fill: fillRate(w.n, f, all),
-		cpu: m["process_cpu_seconds_total{}"], first: f.Sub(p.start).Seconds()}
+		cpu: m["process_cpu_seconds_total{}"], first: f.Sub(p.start).Seconds(),
+		reqs: sumMatching(m, "kubestellar_syncer_api_requests_total{", `side="downstream"`, `!verb="WATCH"`) / float64(w.n),
+		gets: sumMatching(m, "kubestellar_syncer_api_requests_total{", `side="downstream"`, `verb="GET"`) / float64(w.n), resolved: -1}
+	if at, ok := logTime(p.log, `"Selection changed"`); ok {
+		res.resolved = f.Sub(at).Seconds()
+	}
 	if keep {
 		b.syncer, b.idleObjects = p, w.n
 		return res, nil
@@ -252,4 +278,24 @@ func (b *bench) settings(ctx context.Context) error {
 		b.record(label, strings.Join(args, " ")+": syncer CPU", "CPU s", cpu, "")
 	}
 	return nil
+}
+
+// logTime is the time of the first line of a syncer's klog text log that contains what (klog's
+// header "I1124 12:13:27.218186" carries no year: the current one, in local time as klog writes it).
+func logTime(path, what string) (time.Time, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.Contains(line, what) || len(line) < 22 {
+			continue
+		}
+		t, err := time.ParseInLocation("0102 15:04:05.000000", line[1:21], time.Local)
+		if err != nil {
+			return time.Time{}, false
+		}
+		return t.AddDate(time.Now().Year(), 0, 0), true
+	}
+	return time.Time{}, false
 }

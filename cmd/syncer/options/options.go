@@ -83,9 +83,11 @@ func NewOptions() *Options {
 		HealthProbeBindAddress: ":8081",
 		HeartbeatPeriod:        20 * time.Second,
 
-		LeaderElectLeaseDuration: 15 * time.Second,
-		LeaderElectRenewDeadline: 10 * time.Second,
-		LeaderElectRetryPeriod:   2 * time.Second,
+		// The leader renews every retry period (6 Lease updates a minute, not client-go's 30 at 2 s);
+		// a standby takes over within a retry period of a release, a lease duration of a crash.
+		LeaderElectLeaseDuration: 60 * time.Second,
+		LeaderElectRenewDeadline: 40 * time.Second,
+		LeaderElectRetryPeriod:   10 * time.Second,
 		DiscoveryRefreshPeriod:   5 * time.Minute,
 		ConflictRecheckPeriod:    time.Minute,
 
