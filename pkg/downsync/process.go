@@ -186,7 +186,11 @@ func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, u
 			return c.cfg.ConflictRecheckPeriod, nil
 		}
 	}
-	c.writes.ClearConflict(key)
+	if !creating {
+		// A create may still find the name taken (the conflict stands, and is not reported anew);
+		// it clears the conflict once it succeeds.
+		c.writes.ClearConflict(key)
+	}
 	if downObj != nil && mapping.OwnedDownstream(downObj) && mapping.CreateOnly(upObj) {
 		logger.V(logging.Skip).Info("Create-only object exists downstream; not updating it", "annotation", mapping.OverwriteAnnotation)
 		return 0, nil
@@ -251,6 +255,7 @@ func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, u
 		return 0, c.writes.Failed(key, upObj, "ApplyFailed", what+" to sync target "+c.cfg.SyncTargetName, err)
 	}
 	if creating {
+		c.writes.ClearConflict(key)
 		c.writes.Applied(ctx, key, metrics.Created, "Created downstream object")
 	} else {
 		c.writes.Applied(ctx, key, metrics.Updated, "Updated downstream object")

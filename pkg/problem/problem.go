@@ -133,3 +133,12 @@ func Strings(ps []Problem) []string {
 	}
 	return out
 }
+
+// LogKey is the structured-log key that names a config of the kind: "syncerConfig" (as every log
+// line named SyncerConfigs before EdgeSyncConfigs were read) or "edgeSyncConfig".
+func LogKey(kind string) string {
+	if configKind(kind) == EdgeSyncConfig {
+		return "edgeSyncConfig"
+	}
+	return "syncerConfig"
+}

@@ -245,9 +245,9 @@ func TestBadInputTable(t *testing.T) {
 			},
 			check: func(c *badInput) {
 				c.expectConditions(c.config,
-					wantCond{typ: "SelectionValid", status: "False", reason: "SelectionProblems", contains: "namespaceScope.resources[0]: resource is empty"},
+					wantCond{typ: "SelectionValid", status: "False", reason: "SelectionProblems", contains: "namespaceScope.resources[0]: resource and kind are empty"},
 					wantCond{typ: "SelectionValid", status: "False", contains: "namespacedObjects[0]: objectsByNamespace entry without namespace"},
-					wantCond{typ: "SelectionValid", status: "False", contains: "clusterScope[0]: resource is empty"},
+					wantCond{typ: "SelectionValid", status: "False", contains: "clusterScope[0]: resource and kind are empty"},
 					wantCond{typ: "Ready", status: "False"})
 				c.expectLog("the problems in the log", `"Selection problem"`, `kind="InvalidConfig"`, `syncerConfig="`+c.config+`"`)
 				// The rest of the config still counts.
