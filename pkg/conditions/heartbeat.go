@@ -72,17 +72,17 @@ func (h *Heartbeat) Beat(ctx context.Context) {
 		_, err := h.cfg.Upstream.Resource(gvr).ApplyStatus(ctx, cfg.GetName(), body,
 			metav1.ApplyOptions{FieldManager: h.cfg.FieldManager, Force: true})
 		if apierrors.IsNotFound(err) {
-			logger.V(logging.Trace).Info("Config deleted meanwhile; no heartbeat for it", problem.LogKey(kind), cfg.GetName())
+			logger.V(logging.Trace).Info("Config deleted meanwhile; no heartbeat for it", problem.ConfigKeysAndValues(kind, cfg.GetName())...)
 			continue
 		}
 		if err != nil {
 			failed++
 			if !h.failing && ctx.Err() == nil {
-				logger.Error(err, "Could not write the heartbeat", problem.LogKey(kind), cfg.GetName())
+				logger.Error(err, "Could not write the heartbeat", problem.ConfigKeysAndValues(kind, cfg.GetName())...)
 			}
 			continue
 		}
-		logger.V(logging.Trace).Info("Heartbeat written", problem.LogKey(kind), cfg.GetName())
+		logger.V(logging.Trace).Info("Heartbeat written", problem.ConfigKeysAndValues(kind, cfg.GetName())...)
 	}
 	if failed == 0 {
 		h.cfg.Metrics.LastHeartbeat.SetToCurrentTime()
@@ -111,7 +111,7 @@ func (h *Heartbeat) logMissingNamespaces(logger klog.Logger, problems []problem.
 		text := p.String()
 		now[text] = true
 		if !h.missing[text] {
-			logger.Info("Selection warning", "problem", text, "kind", p.Kind, problem.LogKey(p.ConfigKind), p.Config)
+			logger.Info("Selection warning", append([]interface{}{"problem", text, "kind", p.Kind}, problem.ConfigKeysAndValues(p.ConfigKind, p.Config)...)...)
 		}
 	}
 	h.missing = now

@@ -134,11 +134,12 @@ func Strings(ps []Problem) []string {
 	return out
 }
 
-// LogKey is the structured-log key that names a config of the kind: "syncerConfig" (as every log
-// line named SyncerConfigs before EdgeSyncConfigs were read) or "edgeSyncConfig".
-func LogKey(kind string) string {
+// ConfigKeysAndValues are the structured-log key and value that name a config of the kind:
+// syncerConfig=<name> (as every log line named SyncerConfigs before EdgeSyncConfigs were read), or
+// edgeSyncConfig=<name>; the keys are constants.
+func ConfigKeysAndValues(kind, name string) []interface{} {
 	if configKind(kind) == EdgeSyncConfig {
-		return "edgeSyncConfig"
+		return []interface{}{"edgeSyncConfig", name}
 	}
-	return "syncerConfig"
+	return []interface{}{"syncerConfig", name}
 }

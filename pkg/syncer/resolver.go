@@ -228,9 +228,9 @@ func (r *resolver) logProblems(ctx context.Context, problems []problem.Problem) 
 	logger := klog.FromContext(ctx)
 	for _, p := range problems {
 		if p.Warning() {
-			logger.Info("Selection warning", "problem", p.String(), "kind", p.Kind, problem.LogKey(p.ConfigKind), p.Config)
+			logger.Info("Selection warning", append([]interface{}{"problem", p.String(), "kind", p.Kind}, problem.ConfigKeysAndValues(p.ConfigKind, p.Config)...)...)
 		} else {
-			logger.Error(nil, "Selection problem", "problem", p.String(), "kind", p.Kind, problem.LogKey(p.ConfigKind), p.Config)
+			logger.Error(nil, "Selection problem", append([]interface{}{"problem", p.String(), "kind", p.Kind}, problem.ConfigKeysAndValues(p.ConfigKind, p.Config)...)...)
 		}
 	}
 }
