@@ -56,15 +56,22 @@ func emptySnapshot() *snapshot {
 	}
 }
 
+// selected finds a selected resource by its upstream GroupResource or, when a conversion renames
+// it, its downstream one; it returns the upstream GroupResource (the resources' key) with it.
+func (s *snapshot) selected(gr schema.GroupResource) (schema.GroupResource, *selection.Resource, bool) {
+	if r, ok := s.resources[gr]; ok {
+		return gr, r, true
+	}
+	if up, ok := s.renamedDown[gr]; ok {
+		return up, s.resources[up], true
+	}
+	return gr, nil, false
+}
+
 // downsyncResource tells how downsync sees a resource, named by its upstream GroupResource or, when
 // a conversion renames it, its downstream one: selected (read upstream), or a leftover.
 func (s *snapshot) downsyncResource(gr schema.GroupResource) (downsync.Resource, bool) {
-	if _, ok := s.resources[gr]; !ok {
-		if up, ok := s.renamedDown[gr]; ok {
-			gr = up
-		}
-	}
-	if r, ok := s.resources[gr]; ok {
+	if gr, r, ok := s.selected(gr); ok {
 		down := r.Downstream.GVR
 		if down.Empty() {
 			down = s.leftovers[gr] // still watched downstream while the edge's discovery of it fails
@@ -115,11 +122,7 @@ func (v downsyncView) NamespacedResources() []downsync.Resource {
 }
 
 func (v statusView) Resource(gr schema.GroupResource) (status.Resource, bool) {
-	st := v.current()
-	r, ok := st.resources[gr]
-	if !ok {
-		r, ok = st.resources[st.renamedDown[gr]]
-	}
+	_, r, ok := v.current().selected(gr)
 	if !ok || !r.ServedDownstream() {
 		return status.Resource{}, false
 	}
