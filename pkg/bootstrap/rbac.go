@@ -1,12 +1,14 @@
 package bootstrap
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
+	"github.com/kubestellar/syncer/pkg/selection"
 )
 
 // RBAC modes.
@@ -87,23 +89,8 @@ type namedResources struct {
 // selected lists the downsync and upsync resources the configs name.
 func selected(configs []*edgev1.SyncerConfig) namedResources {
 	var sel namedResources
-	renamed := map[string]map[string]bool{} // upstream group -> downstream groups, by the conversions
-	for _, c := range configs {
-		for _, conv := range c.Spec.Conversions {
-			up, down := conv.Upstream.Group, conv.Downstream.Group
-			if conv.Upstream.Kind == "CustomResourceDefinition" && up == "apiextensions.k8s.io" {
-				// A renamed CRD renames the group of its custom resources: <plural>.<group>.
-				_, up, _ = strings.Cut(conv.Upstream.Name, ".")
-				_, down, _ = strings.Cut(conv.Downstream.Name, ".")
-			}
-			if up != down && up != "" && down != "" {
-				if renamed[up] == nil {
-					renamed[up] = map[string]bool{}
-				}
-				renamed[up][down] = true
-			}
-		}
-	}
+	merged, _ := selection.Merge(configs) // for the conversions; the configs' problems are the syncer's to report
+	renamed := merged.Conversions().RenamedGroups()
 	named := func(group, resource, kind string) [2]string {
 		if resource == "" && kind != "" {
 			return [2]string{group, "*"}
@@ -113,7 +100,7 @@ func selected(configs []*edgev1.SyncerConfig) namedResources {
 	addDown := func(group, resource, kind string) {
 		sel.downUp = append(sel.downUp, named(group, resource, kind))
 		sel.downDown = append(sel.downDown, named(group, resource, kind))
-		for g := range renamed[group] {
+		for _, g := range renamed[group] {
 			sel.downDown = append(sel.downDown, [2]string{g, "*"})
 		}
 	}
@@ -121,7 +108,7 @@ func selected(configs []*edgev1.SyncerConfig) namedResources {
 		sel.upDown = append(sel.upDown, [2]string{group, resource})
 		sel.upUp = append(sel.upUp, [2]string{group, resource})
 		for up, downs := range renamed {
-			if downs[group] {
+			if slices.Contains(downs, group) {
 				sel.upUp = append(sel.upUp, [2]string{up, "*"})
 			}
 		}

@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -182,6 +183,27 @@ func (c *Conversions) Up(down schema.GroupVersionKind) schema.GroupVersionKind {
 		}
 	}
 	return down
+}
+
+// RenamedGroups maps each upstream group that a conversion renames (a renamed CRD's group, or the
+// group of a renamed kind) to the downstream groups its objects go to.
+func (c *Conversions) RenamedGroups() map[string][]string {
+	out := map[string][]string{}
+	add := func(up, down string) {
+		if up != down && !slices.Contains(out[up], down) {
+			out[up] = append(out[up], down)
+		}
+	}
+	if c == nil {
+		return out
+	}
+	for up, down := range c.groups {
+		add(up, down)
+	}
+	for gk, r := range c.kinds {
+		add(gk.Group, r.down.Group)
+	}
+	return out
 }
 
 // For is how the objects of an upstream kind are renamed; nil when they are not.
