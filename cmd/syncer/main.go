@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kcp-dev/logicalcluster/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -36,6 +37,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubestellar/syncer/cmd/syncer/options"
+	"github.com/kubestellar/syncer/pkg/mailboxes"
 	"github.com/kubestellar/syncer/pkg/metrics"
 	"github.com/kubestellar/syncer/pkg/syncer"
 	"github.com/kubestellar/syncer/pkg/version"
@@ -120,17 +122,21 @@ func run(opts *options.Options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	upKube, err := kubernetes.NewForConfig(upCfg)
-	if err != nil {
-		return fmt.Errorf("upstream client: %w", err)
-	}
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: upKube.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
-	cfg.Recorder = broadcaster.NewRecorder(runtime.NewScheme(), corev1.EventSource{Component: "kubestellar-syncer", Host: opts.SyncTargetName})
-	s, err := syncer.New(cfg)
-	if err != nil {
-		return err
+	var s engineRunner
+	if opts.APIExportEndpointSlice != "" {
+		if s, err = mailboxesController(opts, cfg, upCfg, downCfg); err != nil {
+			return err
+		}
+	} else {
+		recorder, stop, err := eventRecorder(ctx, upCfg, opts.SyncTargetName)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		cfg.Recorder = recorder
+		if s, err = syncer.New(cfg); err != nil {
+			return err
+		}
 	}
 
 	var leading atomic.Bool
@@ -160,6 +166,46 @@ func run(opts *options.Options, stdout, stderr io.Writer) error {
 	err = runAll(ctx, append(components, engine)...)
 	logger.Info("Syncer stopped")
 	return err
+}
+
+// engineRunner is what runs: one workspace's engine, or the engines of every workspace bound to an
+// APIExport.
+type engineRunner interface {
+	Run(ctx context.Context) error
+	Ready() error
+}
+
+// eventRecorder records Events upstream (reached at cfg) for the sync target; stop flushes and stops it.
+func eventRecorder(ctx context.Context, cfg *rest.Config, syncTarget string) (record.EventRecorder, func(), error) {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("upstream client: %w", err)
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	return broadcaster.NewRecorder(runtime.NewScheme(), corev1.EventSource{Component: "kubestellar-syncer", Host: syncTarget}), broadcaster.Shutdown, nil
+}
+
+// mailboxesController serves every workspace bound to the APIExport of --apiexport-endpoint-slice;
+// cfg is the template of each workspace's engine.
+func mailboxesController(opts *options.Options, cfg syncer.Config, upCfg, downCfg *rest.Config) (*mailboxes.Controller, error) {
+	downDisc, err := discovery.NewDiscoveryClientForConfig(downCfg)
+	if err != nil {
+		return nil, fmt.Errorf("downstream discovery: %w", err)
+	}
+	downstream := cfg.DownstreamDynamic
+	cfg.UpstreamDynamic, cfg.UpstreamDiscovery, cfg.DownstreamDynamic, cfg.DownstreamDiscovery = nil, nil, nil, nil
+	return mailboxes.NewController(mailboxes.Config{
+		Provider: upCfg, EndpointSlice: opts.APIExportEndpointSlice, Downstream: downstream, DownstreamDiscovery: downDisc, Engine: cfg,
+		NewRecorder: func(ctx context.Context, _ logicalcluster.Name, ws *rest.Config) (record.EventRecorder, func()) {
+			recorder, stop, err := eventRecorder(ctx, ws, opts.SyncTargetName)
+			if err != nil {
+				klog.FromContext(ctx).Error(err, "No Events for this workspace")
+				return nil, func() {}
+			}
+			return recorder, stop
+		},
+	})
 }
 
 // prepare completes and validates the options, then configures klog's process-wide logger from the

@@ -171,6 +171,15 @@ func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, u
 			"Conflict", fmt.Sprintf("Not written to sync target %s: the object there belongs to sync target %q", c.cfg.SyncTargetName, other))
 		return c.cfg.ConflictRecheckPeriod, nil
 	}
+	if downObj != nil && mapping.OwnedDownstream(downObj) && mapping.ClusterOf(downObj) != c.cfg.Mapping.Cluster {
+		// Another workspace's copy (one syncer serving several workspaces): never taken.
+		other := mapping.ClusterOf(downObj)
+		c.writes.Conflict(ctx, key, upObj,
+			fmt.Sprintf("Not writing downstream: %s belongs to workspace %q at the edge (annotation %s); two workspaces have an object of that name",
+				key.String(), other, mapping.ClusterAnnotation),
+			"Conflict", fmt.Sprintf("Not written to sync target %s: the object there belongs to workspace %q", c.cfg.SyncTargetName, other))
+		return c.cfg.ConflictRecheckPeriod, nil
+	}
 	if downObj != nil && !mapping.OwnedDownstream(downObj) {
 		if isNamespaces(key.GVR.GroupResource()) {
 			// A namespace that was there before the syncer: use it, leave it alone (even when adopting).

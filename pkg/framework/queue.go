@@ -93,6 +93,9 @@ func (q *Queue) Run(ctx context.Context, workers int) {
 	logger.Info("Workers stopped")
 }
 
+// Len is how many keys wait to be processed (not counting those processing or waiting out a delay).
+func (q *Queue) Len() int { return q.queue.Len() }
+
 // ShutDown stops the queue; Run's workers return.
 func (q *Queue) ShutDown() { q.queue.ShutDown() }
 

@@ -8,13 +8,11 @@ import (
 	"time"
 	"unique"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -37,10 +35,35 @@ type Handlers interface {
 	Synced(gvr schema.GroupVersionResource)
 }
 
+// Source shares informers among the Managers of several engines (one syncer serving several
+// workspaces): a Manager with a Source runs no informer of its own, it takes a share of the
+// source's, which shows it only its engine's objects.
+type Source interface {
+	// Objects returns a share of the informer of gvr as spec asks, seeing this engine's objects.
+	Objects(gvr schema.GroupVersionResource, spec Spec) Shared
+	// APIs returns a share of an informer of objects that bring APIs (CRDs, APIBindings), seeing
+	// every object that concerns this engine's APIs.
+	APIs(gvr schema.GroupVersionResource) Shared
+}
+
+// Shared is an engine's share of an informer a Source runs.
+type Shared interface {
+	// Informer is the engine's view: its events and its store hold the engine's objects only, as the
+	// engine names them; Run does nothing (the source runs the informer).
+	Informer() cache.SharedIndexInformer
+	// Denied is the last list or watch the apiserver refused, until one succeeds again.
+	Denied() error
+	// Broken tells whether the list or watch dropped with an error and is not established again.
+	Broken() bool
+	// Release gives the share back; the source stops the informer once no share is left.
+	Release()
+}
+
 // Manager runs the informers of one side.
 type Manager struct {
 	side     string
 	client   dynamic.Interface
+	source   Source // when set, informers are shares of the source's
 	handlers Handlers
 	resync   time.Duration
 
@@ -52,23 +75,22 @@ type Manager struct {
 
 type entry struct {
 	spec         Spec
+	shared       Shared // set when the informer is a share of a Source's
 	informer     cache.SharedIndexInformer
 	registration cache.ResourceEventHandlerRegistration
 	cancel       context.CancelFunc
 	done         sync.WaitGroup
-
-	mu sync.Mutex
-	// denied is the last list or watch the apiserver refused (forbidden, unauthorized, not found); it
-	// holds until a list or watch succeeds again.
-	denied error
-	// broken is set when the list or watch dropped with an error, until one is established again:
-	// meanwhile the cache may be behind the apiserver.
-	broken bool
+	health       Health
 }
 
 // New returns a Manager for one side; nothing runs until Start.
 func New(side string, client dynamic.Interface, handlers Handlers, resync time.Duration) *Manager {
 	return &Manager{side: side, client: client, handlers: handlers, resync: resync, informers: map[schema.GroupVersionResource]*entry{}}
+}
+
+// NewShared returns a Manager whose informers are shares of source's; nothing runs until Start.
+func NewShared(side string, source Source, handlers Handlers) *Manager {
+	return &Manager{side: side, source: source, handlers: handlers, informers: map[schema.GroupVersionResource]*entry{}}
 }
 
 // Start gives the manager the context its informers live in. Informers asked for before Start run
@@ -122,54 +144,26 @@ func (m *Manager) Set(desired map[schema.GroupVersionResource]Spec) []schema.Gro
 
 func (m *Manager) newEntry(gvr schema.GroupVersionResource, spec Spec) *entry {
 	e := &entry{spec: spec}
-	client := m.client.Resource(gvr)
-	selector := func(o *metav1.ListOptions) { o.LabelSelector = spec.LabelSelector }
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			selector(&o)
-			list, err := client.List(ctx, o)
-			e.observe(err)
-			return list, err
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			selector(&o)
-			w, err := client.Watch(ctx, o)
-			e.observe(err)
-			return w, err
-		},
+	if m.source != nil {
+		e.shared = m.source.Objects(gvr, spec)
+		e.informer = e.shared.Informer()
+		return e
 	}
-	// The client says whether it serves watch-list (a fake does not): the reflector then lists instead.
-	e.informer = cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, m.client), &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{
-		ResyncPeriod: m.resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, ObjectDescription: gvr.String(),
-	})
-	_ = e.informer.SetTransform(slim)
-	_ = e.informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-		e.mu.Lock()
-		e.broken = true
-		e.mu.Unlock()
-		cache.DefaultWatchErrorHandler(ctx, r, err)
-	})
+	e.informer = NewInformer(m.client.Resource(gvr), spec.LabelSelector, &e.health, m.client, gvr.String(),
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		func(lw cache.ListerWatcher, obj runtime.Object, o cache.SharedIndexInformerOptions) cache.SharedIndexInformer {
+			o.ResyncPeriod = m.resync
+			return cache.NewSharedIndexInformerWithOptions(lw, obj, o)
+		})
 	return e
-}
-
-// observe remembers a list or watch the apiserver refuses (forbidden, unauthorized, not found) until
-// one succeeds.
-func (e *entry) observe(err error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	switch {
-	case err == nil:
-		e.denied, e.broken = nil, false
-	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsNotFound(err):
-		e.denied = err
-	}
 }
 
 // deniedNow is the refusal that holds: no list or watch has succeeded since.
 func (e *entry) deniedNow() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.denied
+	if e.shared != nil {
+		return e.shared.Denied()
+	}
+	return e.health.Denied()
 }
 
 // run starts an entry's informer; m.mu is held.
@@ -184,11 +178,14 @@ func (m *Manager) run(gvr schema.GroupVersionResource, e *entry) {
 		}
 		e.registration = reg
 	}
-	e.done.Add(2)
-	go func() {
-		defer e.done.Done()
-		e.informer.Run(ctx.Done())
-	}()
+	if e.shared == nil {
+		e.done.Add(1)
+		go func() {
+			defer e.done.Done()
+			e.informer.Run(ctx.Done())
+		}()
+	}
+	e.done.Add(1)
 	go func() {
 		defer e.done.Done()
 		// Polled more often than client-go's WaitForCacheSync (every 100 ms): the objects of a
@@ -205,6 +202,9 @@ func (m *Manager) run(gvr schema.GroupVersionResource, e *entry) {
 
 // stop cancels the informer, removes its handler and waits until its goroutines have exited.
 func (e *entry) stop() {
+	if e.shared != nil {
+		defer e.shared.Release()
+	}
 	if e.cancel == nil {
 		return
 	}
@@ -270,13 +270,18 @@ func (m *Manager) Reconnecting() int {
 	defer m.mu.Unlock()
 	n := 0
 	for _, e := range m.informers {
-		e.mu.Lock()
-		if e.broken {
+		if e.isBroken() {
 			n++
 		}
-		e.mu.Unlock()
 	}
 	return n
+}
+
+func (e *entry) isBroken() bool {
+	if e.shared != nil {
+		return e.shared.Broken()
+	}
+	return e.health.Broken()
 }
 
 // Running lists the resources with a running informer.
@@ -289,6 +294,9 @@ func (m *Manager) Running() []schema.GroupVersionResource {
 	}
 	return out
 }
+
+// Slim is the informers' transform (exported for the informers a Source runs).
+func Slim(obj interface{}) (interface{}, error) { return slim(obj) }
 
 // slim is the informers' transform: it drops managedFields (nothing reads them from a cache), and
 // makes every field name of an unstructured object share one copy with the same name in every other

@@ -38,7 +38,7 @@ const upsyncAnnotationPrefix = "edge.kubestellar.io/upsync"
 // sourceAnnotation tells whether an annotation belongs to the source cluster, or is a mark the
 // syncer writes afresh (or not at all) on the object it maps to, and so is not copied.
 func sourceAnnotation(key string) bool {
-	if key == "kubectl.kubernetes.io/last-applied-configuration" || key == HashAnnotation || key == ClusterAnnotation || key == RenaturedFromAnnotation ||
+	if key == "kubectl.kubernetes.io/last-applied-configuration" || key == HashAnnotation || key == ClusterAnnotation || key == UpstreamNamespaceAnnotation || key == RenaturedFromAnnotation ||
 		strings.HasPrefix(key, upsyncAnnotationPrefix) {
 		return true
 	}

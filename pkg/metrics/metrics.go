@@ -63,6 +63,9 @@ type Metrics struct {
 	APIRequests *prometheus.CounterVec
 	// Writes counts writes the syncer made or attempted, by direction, resource and result.
 	Writes *prometheus.CounterVec
+	// Workspaces counts the workspaces one syncer serves (--apiexport-endpoint-slice), by state
+	// (WorkspaceSyncing, WorkspaceDraining); no series for a single workspace.
+	Workspaces *prometheus.GaugeVec
 	// InformersRunning counts running informers per side.
 	InformersRunning *prometheus.GaugeVec
 	// InformersSynced counts synced informers per side.
@@ -125,6 +128,12 @@ var (
 	workqueueBuckets  = prometheus.ExponentialBuckets(10e-9, 10, 10)
 )
 
+// The states of Workspaces.
+const (
+	WorkspaceSyncing  = "syncing"
+	WorkspaceDraining = "draining"
+)
+
 // New creates the metrics and registers them on reg. The series of closed label sets that do not
 // depend on the configuration exist from the start: reachable (1) and informers_running and
 // informers_synced (0) for both sides, api_requests_total (0) for each side and verb with its usual
@@ -135,6 +144,9 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "API requests sent by the syncer, by side, verb and HTTP status code."}, []string{"side", "verb", "code"}),
 		Writes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "writes_total",
 			Help: "Writes made or attempted by the syncer, by direction, resource and result."}, []string{"direction", "resource", "result"}),
+		Workspaces: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "workspaces",
+			Help: "Workspaces served through an APIExport's virtual workspace, by state (syncing: bound; draining: no longer bound, its edge objects being deleted)."},
+			[]string{"state"}),
 		InformersRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "informers_running",
 			Help: "Informers running, by side."}, []string{"side"}),
 		InformersSynced: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "informers_synced",
@@ -187,7 +199,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			m.APIRequests.WithLabelValues(side, verb, code)
 		}
 	}
-	reg.MustRegister(m.APIRequests, m.Writes, m.InformersRunning, m.InformersSynced, m.SyncLatency, reachableCollector{m}, m.Leader,
+	reg.MustRegister(m.APIRequests, m.Writes, m.Workspaces, m.InformersRunning, m.InformersSynced, m.SyncLatency, reachableCollector{m}, m.Leader,
 		m.LastHeartbeat, m.ClientRequests, m.ClientRequestLatency, m.ClientRateLimiterLatency, m.objects,
 		q.depth, q.adds, q.latency, q.workDuration, q.unfinished, q.longest, q.retries,
 		buildInfo(version.Get()))

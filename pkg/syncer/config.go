@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubestellar/syncer/pkg/framework"
+	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/metrics"
 )
 
@@ -45,6 +46,20 @@ type Config struct {
 	// Recorder, if set, records Events on upstream objects: conflicts with objects the syncer does
 	// not own, and writes refused for good (invalid, forbidden, ...).
 	Recorder record.EventRecorder
+	// UpstreamSource and DownstreamSource, when set, give the engine shares of informers run for
+	// several engines (one syncer serving several workspaces, package mailboxes) instead of informers
+	// of its own. With an UpstreamSource the engine watches no CRDs upstream: the workspaces are
+	// reached through an APIExport's virtual workspace, where APIs come from bindings only.
+	UpstreamSource, DownstreamSource informermanager.Source
+	// Cluster is the logical cluster of the workspace this engine serves when the syncer serves
+	// several; it is recorded on every downstream object (mapping.ClusterAnnotation). Empty for one.
+	Cluster string
+	// Embedded engines (one of several in a process) leave the process-wide metrics (informer
+	// gauges, objects_managed, reachability) to whoever runs them; see ObjectCounts, Reachability.
+	Embedded bool
+	// OnResolved, if set, is called after every resolve of the selection.
+	OnResolved func()
+
 	// HeartbeatPeriod is how often the syncer writes its heartbeat and conditions on every
 	// SyncerConfig's status; 0 disables it.
 	HeartbeatPeriod time.Duration

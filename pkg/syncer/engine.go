@@ -74,6 +74,14 @@ type Syncer struct {
 	// bindings watches kcp's APIBindings upstream once discovery shows them (resolver goroutine).
 	bindings atomic.Pointer[schema.GroupVersionResource]
 	triggers sync.WaitGroup // the trigger informers' goroutines
+	// releases give back the trigger informers' shares of a Source once Run is done.
+	releasesMu sync.Mutex
+	releases   []func()
+	// draining: the workspace is no longer served; the engine reads no configs, so everything it
+	// wrote at the edge leaves the selection and goes (package mailboxes). drainResolved: a resolve
+	// ran since.
+	draining      atomic.Bool
+	drainResolved atomic.Bool
 
 	resolveQueue workqueue.TypedRateLimitingInterface[string]
 	resolver     *resolver
@@ -123,8 +131,16 @@ func New(cfg Config) (*Syncer, error) {
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "resolve", MetricsProvider: cfg.Metrics.WorkqueueProvider()}),
 	}
 	s.state.Store(emptySnapshot())
-	s.up = informermanager.New(Upstream, cfg.UpstreamDynamic, sideHandlers{s, false}, 0)
-	s.down = informermanager.New(Downstream, cfg.DownstreamDynamic, sideHandlers{s, true}, 0)
+	if cfg.UpstreamSource != nil {
+		s.up = informermanager.NewShared(Upstream, cfg.UpstreamSource, sideHandlers{s, false})
+	} else {
+		s.up = informermanager.New(Upstream, cfg.UpstreamDynamic, sideHandlers{s, false}, 0)
+	}
+	if cfg.DownstreamSource != nil {
+		s.down = informermanager.NewShared(Downstream, cfg.DownstreamSource, sideHandlers{s, true})
+	} else {
+		s.down = informermanager.New(Downstream, cfg.DownstreamDynamic, sideHandlers{s, true}, 0)
+	}
 	if err := s.newControllers(); err != nil {
 		return nil, err
 	}
@@ -136,8 +152,10 @@ func New(cfg Config) (*Syncer, error) {
 		upClient: cfg.UpstreamDynamic, downClnt: cfg.DownstreamDynamic, up: s.up, down: s.down,
 		ownerLabel: s.ownerLabel, publish: func(next *snapshot) { s.state.Store(next) },
 	}
-	cfg.Metrics.SetObjectCounter(s.countObjects)
-	cfg.Metrics.SetReachabilityHook(s.reachabilityChanged)
+	if !cfg.Embedded {
+		cfg.Metrics.SetObjectCounter(s.countObjects)
+		cfg.Metrics.SetReachabilityHook(s.reachabilityChanged)
+	}
 	return s, nil
 }
 
@@ -145,6 +163,12 @@ func New(cfg Config) (*Syncer, error) {
 // may be backing off by then), and retries at once what failed meanwhile, instead of letting each key
 // wait out its backoff (up to minutes).
 func (s *Syncer) reachabilityChanged(side string, reachable bool) {
+	s.Reachability(side, reachable)
+}
+
+// Reachability is told when a side becomes unreachable or reachable again (an embedded engine's
+// owner passes it on; a standalone engine hooks it to its metrics).
+func (s *Syncer) Reachability(side string, reachable bool) {
 	ctx := s.runCtx.Load()
 	if ctx == nil || (*ctx).Err() != nil {
 		return
@@ -182,7 +206,7 @@ func (s *Syncer) newControllers() error {
 	if s.downsync, err = downsync.NewController(downsync.Config{
 		Downstream: cfg.DownstreamDynamic, UpstreamInformers: s.up, DownstreamInformers: s.down,
 		Selection: downsyncView{s.snapshot}, Metrics: cfg.Metrics, Recorder: cfg.Recorder, SyncTargetName: cfg.SyncTargetName,
-		Mapping: mapping.Options{OwnerLabelValue: s.ownerLabel}, FieldManager: cfg.FieldManager, AdoptExisting: cfg.AdoptExisting,
+		Mapping: mapping.Options{OwnerLabelValue: s.ownerLabel, Cluster: cfg.Cluster}, FieldManager: cfg.FieldManager, AdoptExisting: cfg.AdoptExisting,
 		ConflictRecheckPeriod: cfg.ConflictRecheckPeriod, OnOwnedDeleted: s.leftoverMayBeEmpty,
 	}); err != nil {
 		return err
@@ -211,18 +235,54 @@ func (s *Syncer) newControllers() error {
 // stale). The objects listed at start ask for nothing: Run resolves once when they are all listed.
 // EdgeSyncConfigs are watched later, once discovery shows them (watchEdgeSyncConfigs).
 func (s *Syncer) newTriggers() error {
-	s.configInformer = dynamicinformer.NewFilteredDynamicInformer(s.cfg.UpstreamDynamic, edgev1.SyncerConfigResource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
-	s.upCRDs = apiTrigger(s.cfg.UpstreamDynamic, crdGVR)
-	s.downCRDs = apiTrigger(s.cfg.DownstreamDynamic, crdGVR)
+	s.configInformer = s.upstreamObjects(edgev1.SyncerConfigResource)
+	if s.cfg.UpstreamSource == nil {
+		s.upCRDs = apiTrigger(s.cfg.UpstreamDynamic, crdGVR)
+	}
+	if src := s.cfg.DownstreamSource; src != nil {
+		s.downCRDs = s.share(src.APIs(crdGVR))
+	} else {
+		s.downCRDs = apiTrigger(s.cfg.DownstreamDynamic, crdGVR)
+	}
 	if _, err := s.configInformer.AddEventHandler(s.trigger(false, specChanged)); err != nil {
 		return err
 	}
 	for _, inf := range []cache.SharedIndexInformer{s.upCRDs, s.downCRDs} {
+		if inf == nil {
+			continue
+		}
 		if _, err := inf.AddEventHandler(s.trigger(true, nil)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// upstreamObjects is an informer of every object of an upstream resource the engine reads besides
+// the selected ones (its configs): its own, or its share of the UpstreamSource's.
+func (s *Syncer) upstreamObjects(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
+	if src := s.cfg.UpstreamSource; src != nil {
+		return s.share(src.Objects(gvr, informermanager.Spec{}))
+	}
+	return dynamicinformer.NewFilteredDynamicInformer(s.cfg.UpstreamDynamic, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+}
+
+// share remembers a share of a Source's informer, given back when Run is done, and returns its view.
+func (s *Syncer) share(sh informermanager.Shared) cache.SharedIndexInformer {
+	s.releasesMu.Lock()
+	s.releases = append(s.releases, sh.Release)
+	s.releasesMu.Unlock()
+	return sh.Informer()
+}
+
+// releaseShares gives back every trigger informer's share.
+func (s *Syncer) releaseShares() {
+	s.releasesMu.Lock()
+	defer s.releasesMu.Unlock()
+	for _, release := range s.releases {
+		release()
+	}
+	s.releases = nil
 }
 
 // specChanged tells whether a config's spec may have changed: the heartbeat's status writes do not
@@ -250,7 +310,7 @@ func (s *Syncer) watchEdgeSyncConfigs(ctx context.Context, served bool) (listed 
 		}
 		return true
 	}
-	inf := dynamicinformer.NewFilteredDynamicInformer(s.cfg.UpstreamDynamic, edgev1.EdgeSyncConfigGVR, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+	inf := s.upstreamObjects(edgev1.EdgeSyncConfigGVR)
 	if _, err := inf.AddEventHandler(s.trigger(false, specChanged)); err != nil {
 		logger.Error(err, "Cannot watch EdgeSyncConfigs")
 		return true
@@ -328,7 +388,12 @@ func (s *Syncer) watchBindings(ctx context.Context, gvr schema.GroupVersionResou
 		return
 	}
 	s.bindings.Store(&gvr)
-	inf := apiTrigger(s.cfg.UpstreamDynamic, gvr)
+	var inf cache.SharedIndexInformer
+	if src := s.cfg.UpstreamSource; src != nil {
+		inf = s.share(src.APIs(gvr))
+	} else {
+		inf = apiTrigger(s.cfg.UpstreamDynamic, gvr)
+	}
 	if _, err := inf.AddEventHandler(s.trigger(true, nil)); err != nil {
 		klog.FromContext(ctx).Error(err, "Cannot watch APIBindings")
 		return
@@ -354,6 +419,9 @@ func (s *Syncer) snapshot() *snapshot { return s.state.Load() }
 // configs lists the cached SyncerConfigs and EdgeSyncConfigs (the cache's objects: not to be
 // mutated).
 func (s *Syncer) configs() []*unstructured.Unstructured {
+	if s.draining.Load() {
+		return nil
+	}
 	objs := s.configInformer.GetStore().List()
 	if p := s.edgeConfigs.Load(); p != nil {
 		objs = append(objs, (*p).GetStore().List()...)
@@ -376,9 +444,12 @@ func (s *Syncer) Run(ctx context.Context) error {
 	s.runCtx.Store(&ctx)
 	defer s.probers.Wait()
 
+	defer s.releaseShares() // after the trigger informers' goroutines below have exited
 	defer s.triggers.Wait()
 	for _, inf := range []cache.SharedIndexInformer{s.configInformer, s.upCRDs, s.downCRDs} {
-		s.triggers.Go(func() { inf.Run(ctx.Done()) })
+		if inf != nil {
+			s.triggers.Go(func() { inf.Run(ctx.Done()) })
+		}
 	}
 	s.up.Start(ctx)
 	s.down.Start(ctx)
@@ -434,7 +505,7 @@ func (s *Syncer) refreshDiscovery(ctx context.Context, period time.Duration) {
 func (s *Syncer) waitForTriggers(ctx context.Context) bool {
 	logger := klog.FromContext(ctx)
 	synced := func(context.Context) (bool, error) {
-		return s.configInformer.HasSynced() && s.upCRDs.HasSynced() && s.downCRDs.HasSynced(), nil
+		return s.configInformer.HasSynced() && s.upCRDsSynced() && s.downCRDs.HasSynced(), nil
 	}
 	for {
 		waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -450,11 +521,14 @@ func (s *Syncer) waitForTriggers(ctx context.Context) bool {
 			logger.Error(nil, "Cannot list SyncerConfigs upstream yet; is the SyncerConfig CRD installed (manifests/crds) and may the syncer list it?",
 				"resource", edgev1.SyncerConfigResource.String())
 		}
-		if !s.upCRDs.HasSynced() || !s.downCRDs.HasSynced() {
-			logger.Error(nil, "Cannot list CustomResourceDefinitions yet", "upstream", s.upCRDs.HasSynced(), "downstream", s.downCRDs.HasSynced())
+		if !s.upCRDsSynced() || !s.downCRDs.HasSynced() {
+			logger.Error(nil, "Cannot list CustomResourceDefinitions yet", "upstream", s.upCRDsSynced(), "downstream", s.downCRDs.HasSynced())
 		}
 	}
 }
+
+// upCRDsSynced tells whether the upstream CRDs are listed (there are none to list through a Source).
+func (s *Syncer) upCRDsSynced() bool { return s.upCRDs == nil || s.upCRDs.HasSynced() }
 
 // runResolver resolves whenever asked, until the queue shuts down.
 func (s *Syncer) runResolver(ctx context.Context) {
@@ -479,8 +553,14 @@ func (s *Syncer) runResolver(ctx context.Context) {
 		default:
 			s.resolveQueue.Forget(key)
 			s.resolved.Store(true)
+			if s.draining.Load() {
+				s.drainResolved.Store(true)
+			}
 			s.afterResolve(ctx, old, next)
 			s.watchBindings(ctx, next.bindings)
+			if s.cfg.OnResolved != nil {
+				s.cfg.OnResolved()
+			}
 		}
 		s.resolveQueue.Done(key)
 	}

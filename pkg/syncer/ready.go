@@ -53,6 +53,9 @@ func informerCounts(m *informermanager.Manager) (running, synced int) {
 }
 
 func (s *Syncer) updateInformerGauges() {
+	if s.cfg.Embedded {
+		return // the owner of the shared informers counts them
+	}
 	for _, side := range s.sides() {
 		running, synced := informerCounts(side.m)
 		s.cfg.Metrics.InformersRunning.WithLabelValues(side.name).Set(float64(running))

@@ -48,6 +48,11 @@ type Options struct {
 	DiscoveryRefreshPeriod       time.Duration
 	ConflictRecheckPeriod        time.Duration
 
+	// APIExportEndpointSlice, when set, serves every workspace bound to an APIExport through its
+	// virtual workspace (package mailboxes); --from-kubeconfig then points at the workspace that holds
+	// the APIExportEndpointSlice of this name.
+	APIExportEndpointSlice string
+
 	// PrintVersion is --version: print the build's version line and exit.
 	PrintVersion bool
 
@@ -122,6 +127,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.LeaderElectRetryPeriod, "leader-elect-retry-period", o.LeaderElectRetryPeriod, "How often candidates try to acquire or renew the Lease.")
 	fs.DurationVar(&o.DiscoveryRefreshPeriod, "discovery-refresh-period", o.DiscoveryRefreshPeriod, "How often discovery is re-read as a safety net for APIs that appear without a CRD; 0 disables it.")
 	fs.DurationVar(&o.ConflictRecheckPeriod, "conflict-recheck-period", o.ConflictRecheckPeriod, "How often an object blocked by an object the syncer does not own (downstream, or upstream for upsync) is looked at again.")
+	fs.StringVar(&o.APIExportEndpointSlice, "apiexport-endpoint-slice", o.APIExportEndpointSlice, "Serve every kcp workspace bound to an APIExport, through its virtual workspace: the name of its APIExportEndpointSlice, in the workspace --from-kubeconfig points at. Each workspace's namespaces land at the edge in namespaces of their own (<namespace>-<10 hex digits>). Empty: one mailbox workspace, the one --from-kubeconfig points at.")
 	fs.BoolVar(&o.PrintVersion, "version", o.PrintVersion, "Print the version, git revision, Go version and platform, and exit.")
 
 	// The names these flags had before they were named as Kubernetes components name them: still
