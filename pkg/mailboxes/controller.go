@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -113,9 +113,12 @@ func NewController(cfg Config) (*Controller, error) {
 func (c *Controller) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	logger := klog.FromContext(ctx)
-	url, err := c.waitForURL(ctx)
+	outer := ctx
+	ctx, moved := context.WithCancelCause(ctx)
+	defer moved(nil)
+	url, err := c.watchURL(ctx, moved)
 	if err != nil {
-		return err
+		return stopCause(outer, ctx, err)
 	}
 	logger.Info("Serving the workspaces bound to the APIExport through its virtual workspace", "endpointSlice", c.cfg.EndpointSlice, "url", url)
 	if err := c.connect(url); err != nil {
@@ -167,7 +170,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	for {
 		key, shutdown := c.queue.Get()
 		if shutdown {
-			return nil
+			return stopCause(outer, ctx, nil)
 		}
 		if err := c.reconcile(ctx, logicalcluster.Name(key)); err != nil {
 			logger.Error(err, "Could not bring a workspace's engine in line; retrying", "workspace", key)
@@ -179,36 +182,82 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 }
 
-// waitForURL watches the APIExportEndpointSlice until it shows the virtual workspace's URL.
-func (c *Controller) waitForURL(ctx context.Context) (string, error) {
+// watchURL watches the APIExportEndpointSlice, and returns its virtual workspace URL once it shows
+// one. The watch goes on: a later, different URL (the export moved) cancels moved, for Run to return
+// an error and the process to start again against the new one.
+func (c *Controller) watchURL(ctx context.Context, moved context.CancelCauseFunc) (string, error) {
 	logger := klog.FromContext(ctx)
 	provider, err := dynamic.NewForConfig(c.cfg.Provider)
 	if err != nil {
 		return "", fmt.Errorf("provider workspace client: %w", err)
 	}
-	var url string
-	last := ""
-	err = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		slice, err := provider.Resource(EndpointSliceGVR).Get(ctx, c.cfg.EndpointSlice, metav1.GetOptions{})
-		why := ""
-		switch {
-		case apierrors.IsNotFound(err):
-			why = "the APIExportEndpointSlice does not exist in the workspace of --from-kubeconfig"
-		case err != nil:
-			why = err.Error()
-		default:
-			url = endpointURL(slice)
-			if url == "" {
-				why = "the APIExportEndpointSlice shows no URL yet (no workspace binds the export yet?)"
+	inf := dynamicinformer.NewFilteredDynamicInformer(provider, EndpointSliceGVR, metav1.NamespaceAll, 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + c.cfg.EndpointSlice }).Informer()
+	found := make(chan string, 1)
+	var mu sync.Mutex
+	url, last := "", ""
+	see := func(obj interface{}) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch now := endpointURL(u); {
+		case now == "" && url == "":
+			if last != "no URL" {
+				logger.Info("Waiting for the APIExportEndpointSlice to show a URL (kcp publishes it with the first binding)", "endpointSlice", c.cfg.EndpointSlice)
 			}
+			last = "no URL"
+		case url == "" && now != "":
+			url = now
+			found <- now
+		case now != "" && now != url:
+			moved(fmt.Errorf("the APIExport's virtual workspace moved from %s to %s; starting again", url, now))
 		}
-		if why != "" && why != last {
-			logger.Error(nil, "Waiting for the APIExport's virtual workspace", "endpointSlice", c.cfg.EndpointSlice, "reason", why)
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: see, UpdateFunc: func(_, obj interface{}) { see(obj) }}); err != nil {
+		return "", err
+	}
+	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		mu.Lock()
+		if why := err.Error(); why != last {
+			logger.Error(err, "Cannot watch the APIExportEndpointSlice in the workspace of --from-kubeconfig (is it a kcp workspace, and may the syncer read apiexportendpointslices?)",
+				"endpointSlice", c.cfg.EndpointSlice)
+			last = why
 		}
-		last = why
-		return url != "", nil
+		mu.Unlock()
+		cache.DefaultWatchErrorHandler(ctx, r, err)
 	})
-	return url, err
+	go inf.Run(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return "", ctx.Err()
+	}
+	if len(inf.GetStore().List()) == 0 {
+		logger.Error(nil, "The APIExportEndpointSlice does not exist (yet) in the workspace of --from-kubeconfig; waiting for it", "endpointSlice", c.cfg.EndpointSlice)
+	}
+	select {
+	case u := <-found:
+		return u, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// stopCause is what Run returns when ctx ended: nil when the caller's context did, the cause when the
+// virtual workspace moved.
+func stopCause(outer, ctx context.Context, err error) error {
+	select {
+	case <-outer.Done(): // shutting down
+		return nil
+	default:
+	}
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	default:
+		return err
+	}
 }
 
 // endpointURL is the first URL in an APIExportEndpointSlice's status.
@@ -278,18 +327,22 @@ func (c *Controller) enqueueBinding(obj interface{}) {
 	}
 }
 
-// bound tells whether a workspace has a Bound APIBinding to the export.
-func (c *Controller) bound(cluster logicalcluster.Name) bool {
+// binding tells whether a workspace has an APIBinding to the export that is not being deleted
+// (present), and whether it is Bound. A workspace starts being served once bound, and is drained
+// only once its binding is gone: a binding that leaves phase Bound for a while (kcp rebinding after
+// an export changed) deletes nothing.
+func (c *Controller) binding(cluster logicalcluster.Name) (present, bound bool) {
 	for _, obj := range c.bindings.GetStore().List() {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok || logicalcluster.From(u) != cluster || u.GetDeletionTimestamp() != nil {
 			continue
 		}
+		present = true
 		if phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); phase == "Bound" {
-			return true
+			bound = true
 		}
 	}
-	return false
+	return present, bound
 }
 
 // scanMarked finds the workspaces that have objects at the edge (from the marks), so that those no
@@ -358,28 +411,25 @@ func (c *Controller) scanResource(ctx context.Context, gvr schema.GroupVersionRe
 // once drained.
 func (c *Controller) reconcile(ctx context.Context, cluster logicalcluster.Name) error {
 	logger := klog.FromContext(ctx).WithValues("workspace", cluster.String())
-	bound := c.bound(cluster)
+	present, bound := c.binding(cluster)
 	c.mu.Lock()
 	e := c.engines[cluster]
 	marked := c.marked.Has(cluster)
 	c.mu.Unlock()
-	switch {
-	case bound && e != nil && !e.draining:
-		return nil
-	case bound && e != nil: // bound again while draining: a fresh engine takes its objects back
+	switch decide(present, bound, e != nil, e != nil && e.draining, marked) {
+	case restart: // bound again while draining: a fresh engine takes its objects back
 		logger.Info("Workspace bound again; restarting its engine")
 		c.stop(cluster, e)
 		return c.start(ctx, cluster, false)
-	case bound:
+	case start:
 		logger.Info("Workspace bound; starting its engine")
 		return c.start(ctx, cluster, false)
-	case e != nil && !e.draining:
+	case drain:
 		logger.Info("Workspace no longer bound; deleting its objects at the edge")
 		e.draining = true
 		e.s.Drain()
 		c.updateGauges()
-		return nil
-	case e != nil:
+	case checkDrained:
 		if e.s.Drained() {
 			logger.Info("Workspace's objects deleted at the edge; stopping its engine")
 			c.stop(cluster, e)
@@ -387,12 +437,45 @@ func (c *Controller) reconcile(ctx context.Context, cluster logicalcluster.Name)
 			c.marked.Delete(cluster)
 			c.mu.Unlock()
 		}
-		return nil
-	case marked:
+	case startDraining:
 		logger.Info("Workspace not bound, but objects of it are at the edge; deleting them")
 		return c.start(ctx, cluster, true)
 	}
 	return nil
+}
+
+// action is what reconcile does for a workspace.
+type action int
+
+const (
+	nothing       action = iota
+	start                // run its engine
+	restart              // stop its draining engine, run a fresh one
+	drain                // make its engine delete what it wrote at the edge
+	checkDrained         // stop its draining engine once it is done
+	startDraining        // run an engine that deletes what is left of the workspace at the edge
+)
+
+// decide is reconcile's decision. present: the workspace has an APIBinding that is not being
+// deleted; bound: one in phase Bound; running, draining: its engine; marked: objects of it were found
+// at the edge at start. Only a binding that is gone drains: one that leaves phase Bound for a while
+// (kcp rebinding after the export changed) deletes nothing.
+func decide(present, bound, running, draining, marked bool) action {
+	switch {
+	case bound && running && draining:
+		return restart
+	case bound && !running:
+		return start
+	case present:
+		return nothing // served, not bound yet, or not Bound for now
+	case running && !draining:
+		return drain
+	case running:
+		return checkDrained
+	case marked:
+		return startDraining
+	}
+	return nothing
 }
 
 // start runs the engine of a workspace (draining from the start when drain).

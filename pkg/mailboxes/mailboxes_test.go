@@ -170,3 +170,28 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+func TestDecide(t *testing.T) {
+	cases := []struct {
+		name                                      string
+		present, bound, running, draining, marked bool
+		want                                      action
+	}{
+		{"bound, not served", true, true, false, false, false, start},
+		{"bound, served", true, true, true, false, false, nothing},
+		{"bound after a restart, objects at the edge", true, true, false, false, true, start},
+		{"bound again while draining", true, true, true, true, false, restart},
+		{"binding, not Bound yet", true, false, false, false, false, nothing},
+		{"served, binding not Bound for now", true, false, true, false, false, nothing},
+		{"not Bound for now after a restart", true, false, false, false, true, nothing},
+		{"binding gone", false, false, true, false, false, drain},
+		{"binding gone, draining", false, false, true, true, false, checkDrained},
+		{"unbound while the syncer was down", false, false, false, false, true, startDraining},
+		{"never bound, nothing at the edge", false, false, false, false, false, nothing},
+	}
+	for _, c := range cases {
+		if got := decide(c.present, c.bound, c.running, c.draining, c.marked); got != c.want {
+			t.Errorf("%s: decide = %d, want %d", c.name, got, c.want)
+		}
+	}
+}
