@@ -5,7 +5,8 @@
 // workloads get a real status there.
 //
 // Optionally (Options.KCP) it also runs kcp (the real upstream of a KubeStellar syncer, `make
-// kcp-bins`) and makes KubeStellar-style mailbox workspaces in it (Env.SetUpKCPMailboxes), and
+// kcp-bins`) and makes KubeStellar-style mailbox workspaces in it (Env.SetUpKCPMailboxes; for one
+// syncer serving many of them through an APIExport's virtual workspace, Env.SetUpKCPExport), and
 // (Options.UpstreamControllers) the namespace controllers of a real cluster on upstream.
 //
 // `make testenv` uses it through test/testenv/cmd (detached, state in .testenv/); the e2e tests use

@@ -27,10 +27,29 @@ import (
 // run time from CRDs that kcp's crd-puller builds from the downstream kube-apiserver's discovery and
 // OpenAPI, so they always match the edge's Kubernetes version.
 
-// Export is an APIExport of a provider workspace: one APIResourceSchema per CRD.
+// Export is an APIExport of a provider workspace: one APIResourceSchema per CRD, and a permission
+// claim with verbs ["*"] per built-in resource of Claims (ConfigMaps, Namespaces, ...), which Bind
+// accepts for every object (selector matchAll).
 type Export struct {
-	Name string
-	CRDs []*unstructured.Unstructured
+	Name   string
+	CRDs   []*unstructured.Unstructured
+	Claims []schema.GroupResource
+}
+
+// permissionClaims are the claims of x as its APIExport lists them, or as an APIBinding accepts them
+// (accepted: every object of the resource, state Accepted). An accepted claim repeats the export's
+// group, resource and verbs: other verbs make kcp report PermissionClaimsMismatch.
+func (x Export) permissionClaims(accepted bool) []any {
+	var claims []any
+	for _, gr := range x.Claims {
+		c := map[string]any{"group": gr.Group, "resource": gr.Resource, "verbs": []any{"*"}}
+		if accepted {
+			c["selector"] = map[string]any{"matchAll": true}
+			c["state"] = "Accepted"
+		}
+		claims = append(claims, c)
+	}
+	return claims
 }
 
 const (
@@ -312,10 +331,14 @@ func (k *KCP) CreateProvider(ctx context.Context, name string, exports ...Export
 				"name": plural, "group": group, "schema": rs.GetName(), "storage": map[string]any{"crd": map[string]any{}},
 			})
 		}
+		spec := map[string]any{"resources": resources}
+		if len(x.Claims) > 0 {
+			spec["permissionClaims"] = x.permissionClaims(false)
+		}
 		export := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIExport",
 			"metadata": map[string]any{"name": x.Name},
-			"spec":     map[string]any{"resources": resources},
+			"spec":     spec,
 		}}
 		if err := apply(ctx, dyn, apiExportsGVR, export); err != nil {
 			return nil, err
@@ -348,8 +371,9 @@ func exportNames(exports []Export) []string {
 	return names
 }
 
-// Bind creates in ws one APIBinding per export of provider, named like the export, waits until each is
-// Bound and Ready, and then until ws serves every resource of the exports.
+// Bind creates in ws one APIBinding per export of provider, named like the export and accepting all
+// of the export's permission claims, waits until each is Bound and Ready (and, with claims, until
+// kcp has applied them), and then until ws serves every resource of the exports.
 func (k *KCP) Bind(ctx context.Context, ws, provider *Workspace, exports ...Export) error {
 	start := time.Now()
 	dyn, disc, err := workspaceClients(ws)
@@ -357,12 +381,16 @@ func (k *KCP) Bind(ctx context.Context, ws, provider *Workspace, exports ...Expo
 		return err
 	}
 	for _, x := range exports {
+		spec := map[string]any{"reference": map[string]any{
+			"export": map[string]any{"path": provider.Path, "name": x.Name},
+		}}
+		if len(x.Claims) > 0 {
+			spec["permissionClaims"] = x.permissionClaims(true)
+		}
 		binding := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIBinding",
 			"metadata": map[string]any{"name": x.Name},
-			"spec": map[string]any{"reference": map[string]any{
-				"export": map[string]any{"path": provider.Path, "name": x.Name},
-			}},
+			"spec":     spec,
 		}}
 		if err := apply(ctx, dyn, apiBindingsGVR, binding); err != nil {
 			return err
@@ -379,6 +407,13 @@ func (k *KCP) Bind(ctx context.Context, ws, provider *Workspace, exports ...Expo
 			phase, _, _ := unstructured.NestedString(got.Object, "status", "phase")
 			if ready := conditionStatus(got, "Ready"); phase != "Bound" || ready != "True" {
 				return fmt.Errorf("phase %q, Ready %q", phase, ready)
+			}
+			if len(x.Claims) == 0 {
+				return nil
+			}
+			valid, applied := conditionStatus(got, "PermissionClaimsValid"), conditionStatus(got, "PermissionClaimsApplied")
+			if valid != "True" || applied != "True" {
+				return fmt.Errorf("PermissionClaimsValid %q, PermissionClaimsApplied %q", valid, applied)
 			}
 			return nil
 		})
