@@ -130,7 +130,7 @@ func (h *Hub) release(e *hubEntry) {
 func (h *Hub) newEntry(key hubKey) *hubEntry {
 	e := &hubEntry{key: key}
 	newInformer := cache.NewSharedIndexInformerWithOptions
-	indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+	indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, WorkspaceIndex: workspaceIndexFunc}
 	if h.clusterAware {
 		// Keyed by logical cluster, namespace and name: two workspaces have objects of one name.
 		newInformer = func(lw cache.ListerWatcher, obj runtime.Object, o cache.SharedIndexInformerOptions) cache.SharedIndexInformer {

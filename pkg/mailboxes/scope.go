@@ -64,12 +64,38 @@ type origin struct {
 // maps itself (mapping.WorkspaceNamespace), and those it reads from the edge's Namespaces (their
 // marks), so that objects in them are known after a restart too.
 type Namespaces struct {
-	mu     sync.RWMutex
-	byEdge map[string]origin
+	mu        sync.RWMutex
+	byEdge    map[string]origin
+	byCluster map[string]map[string]bool // the edge namespaces of each workspace
 }
 
 // NewNamespaces returns an empty map of edge namespaces.
-func NewNamespaces() *Namespaces { return &Namespaces{byEdge: map[string]origin{}} }
+func NewNamespaces() *Namespaces {
+	return &Namespaces{byEdge: map[string]origin{}, byCluster: map[string]map[string]bool{}}
+}
+
+// add records an edge namespace's origin unless one is recorded; n.mu is held.
+func (n *Namespaces) add(edge string, o origin) {
+	if _, taken := n.byEdge[edge]; taken {
+		return
+	}
+	n.byEdge[edge] = o
+	if n.byCluster[o.cluster] == nil {
+		n.byCluster[o.cluster] = map[string]bool{}
+	}
+	n.byCluster[o.cluster][edge] = true
+}
+
+// Of lists the edge namespaces known to map from a workspace.
+func (n *Namespaces) Of(cluster string) []string {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	out := make([]string, 0, len(n.byCluster[cluster]))
+	for edge := range n.byCluster[cluster] {
+		out = append(out, edge)
+	}
+	return out
+}
 
 // ToEdge is the edge namespace of a workspace's namespace; it is remembered.
 func (n *Namespaces) ToEdge(cluster, namespace string) string {
@@ -79,9 +105,7 @@ func (n *Namespaces) ToEdge(cluster, namespace string) string {
 	n.mu.RUnlock()
 	if !ok || o != (origin{cluster, namespace}) {
 		n.mu.Lock()
-		if _, taken := n.byEdge[edge]; !taken {
-			n.byEdge[edge] = origin{cluster, namespace}
-		}
+		n.add(edge, origin{cluster, namespace})
 		n.mu.Unlock()
 	}
 	return edge
@@ -104,7 +128,7 @@ func (n *Namespaces) Observe(ns *unstructured.Unstructured) {
 		return // not one of ours, or its marks were changed by hand
 	}
 	n.mu.Lock()
-	n.byEdge[ns.GetName()] = origin{cluster, upstream}
+	n.add(ns.GetName(), origin{cluster, upstream})
 	n.mu.Unlock()
 }
 
@@ -167,11 +191,44 @@ func (s downScope) storeKey(namespace, name string) string {
 	return name
 }
 
+// candidates are, without a namespace, the objects marked for the workspace (WorkspaceIndex) and the
+// edge's own ones in the namespaces mapped from it: not every object at the edge.
 func (s downScope) candidates(idx cache.Indexer, inNamespace bool, ns string) ([]interface{}, error) {
 	if inNamespace {
 		return idx.ByIndex(cache.NamespaceIndex, s.namespaces.ToEdge(s.cluster, ns))
 	}
-	return idx.List(), nil
+	out, err := idx.ByIndex(WorkspaceIndex, s.cluster)
+	if err != nil {
+		return nil, err
+	}
+	for _, edge := range s.namespaces.Of(s.cluster) {
+		var objs []interface{}
+		if s.isNS {
+			if obj, ok, _ := idx.GetByKey(edge); ok {
+				objs = []interface{}{obj}
+			}
+		} else if objs, err = idx.ByIndex(cache.NamespaceIndex, edge); err != nil {
+			return nil, err
+		}
+		for _, obj := range objs {
+			if u, ok := obj.(*unstructured.Unstructured); ok && mapping.ClusterOf(u) == "" {
+				out = append(out, obj) // the edge's own: marked ones were listed above
+			}
+		}
+	}
+	return out, nil
+}
+
+// WorkspaceIndex indexes edge objects by the workspace marked on them (mapping.ClusterAnnotation).
+const WorkspaceIndex = "workspace"
+
+func workspaceIndexFunc(obj interface{}) ([]string, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		if c := mapping.ClusterOf(u); c != "" {
+			return []string{c}, nil
+		}
+	}
+	return nil, nil
 }
 
 // rename returns a copy of obj under another namespace and name, its downsync mark (which names the
