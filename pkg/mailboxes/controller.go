@@ -73,7 +73,8 @@ type Controller struct {
 	upDisc   discovery.DiscoveryInterface
 	bindings cache.SharedIndexInformer
 	engines  map[logicalcluster.Name]*engine
-	marked   sets.Set[logicalcluster.Name] // workspaces with objects at the edge, found at start
+	// marked are the workspaces with objects at the edge found at start, and the resources holding them.
+	marked   map[logicalcluster.Name]map[schema.GroupResource]schema.GroupVersionResource
 	engineWG sync.WaitGroup
 }
 
@@ -100,7 +101,7 @@ func NewController(cfg Config) (*Controller, error) {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](500*time.Millisecond, time.Minute),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "workspaces", MetricsProvider: cfg.Engine.Metrics.WorkqueueProvider()}),
-		engines: map[logicalcluster.Name]*engine{}, marked: sets.New[logicalcluster.Name](),
+		engines: map[logicalcluster.Name]*engine{}, marked: map[logicalcluster.Name]map[schema.GroupResource]schema.GroupVersionResource{},
 	}
 	c.downHub = NewHub(syncer.Downstream, false, func(gvr schema.GroupVersionResource) Lister { return cfg.Downstream.Resource(gvr) })
 	c.downHub.onChange = c.updateGauges
@@ -352,7 +353,7 @@ func (c *Controller) scanMarked(ctx context.Context) error {
 	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
 		return fmt.Errorf("edge discovery: %w", err)
 	}
-	found := sets.New[logicalcluster.Name]()
+	found := map[logicalcluster.Name]map[schema.GroupResource]schema.GroupVersionResource{}
 	for _, list := range lists {
 		gv, err := schema.ParseGroupVersion(list.GroupVersion)
 		if err != nil {
@@ -385,7 +386,7 @@ func containsSlash(s string) bool {
 	return false
 }
 
-func (c *Controller) scanResource(ctx context.Context, gvr schema.GroupVersionResource, found sets.Set[logicalcluster.Name]) error {
+func (c *Controller) scanResource(ctx context.Context, gvr schema.GroupVersionResource, found map[logicalcluster.Name]map[schema.GroupResource]schema.GroupVersionResource) error {
 	opts := metav1.ListOptions{LabelSelector: mapping.OwnerLabel + "=" + c.ownerLabel, Limit: 500}
 	for {
 		list, err := c.cfg.Downstream.Resource(gvr).List(ctx, opts)
@@ -396,8 +397,11 @@ func (c *Controller) scanResource(ctx context.Context, gvr schema.GroupVersionRe
 			return fmt.Errorf("looking for marked %s at the edge: %w", gvr.GroupResource(), err)
 		}
 		for i := range list.Items {
-			if cluster := mapping.ClusterOf(&list.Items[i]); cluster != "" {
-				found.Insert(logicalcluster.Name(cluster))
+			if cluster := logicalcluster.Name(mapping.ClusterOf(&list.Items[i])); !cluster.Empty() {
+				if found[cluster] == nil {
+					found[cluster] = map[schema.GroupResource]schema.GroupVersionResource{}
+				}
+				found[cluster][gvr.GroupResource()] = gvr
 			}
 		}
 		if opts.Continue = list.GetContinue(); opts.Continue == "" {
@@ -414,7 +418,7 @@ func (c *Controller) reconcile(ctx context.Context, cluster logicalcluster.Name)
 	present, bound := c.binding(cluster)
 	c.mu.Lock()
 	e := c.engines[cluster]
-	marked := c.marked.Has(cluster)
+	_, marked := c.marked[cluster]
 	c.mu.Unlock()
 	switch decide(present, bound, e != nil, e != nil && e.draining, marked) {
 	case restart: // bound again while draining: a fresh engine takes its objects back
@@ -434,7 +438,7 @@ func (c *Controller) reconcile(ctx context.Context, cluster logicalcluster.Name)
 			logger.Info("Workspace's objects deleted at the edge; stopping its engine")
 			c.stop(cluster, e)
 			c.mu.Lock()
-			c.marked.Delete(cluster)
+			delete(c.marked, cluster)
 			c.mu.Unlock()
 		}
 	case startDraining:
@@ -489,6 +493,10 @@ func (c *Controller) start(ctx context.Context, cluster logicalcluster.Name, dra
 	cfg.DownstreamSource = downSource{hub: c.downHub, cluster: cluster.String(), namespaces: c.namespaces}
 	cfg.Cluster = cluster.String()
 	cfg.Embedded = true
+	c.mu.Lock()
+	owned := c.marked[cluster] // found by the scan at start: the engine does not scan again
+	c.mu.Unlock()
+	cfg.DownstreamOwned = func() map[schema.GroupResource]schema.GroupVersionResource { return owned }
 	cfg.OnResolved = func() {
 		c.queue.Add(cluster.String())
 		c.updateGauges()

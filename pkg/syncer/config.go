@@ -3,6 +3,7 @@ package syncer
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/record"
@@ -57,6 +58,10 @@ type Config struct {
 	// Embedded engines (one of several in a process) leave the process-wide metrics (informer
 	// gauges, objects_managed, reachability) to whoever runs them; see ObjectCounts, Reachability.
 	Embedded bool
+	// DownstreamOwned, if set, tells the resources at the edge that held objects of this engine when
+	// it started, instead of the engine's own scan (one LIST per edge resource): one syncer serving
+	// several workspaces scans once for all of them.
+	DownstreamOwned func() map[schema.GroupResource]schema.GroupVersionResource
 	// OnResolved, if set, is called after every resolve of the selection.
 	OnResolved func()
 

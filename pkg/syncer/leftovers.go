@@ -36,7 +36,7 @@ func (r *resolver) findLeftovers(ctx context.Context, old *snapshot, down side, 
 	}
 	return r.leftovers(ctx, leftoverSearch{
 		carried: carried, scanned: &r.scanned, client: r.downClnt, side: down, informers: r.down, label: mapping.OwnerLabel,
-		selected: func(gr schema.GroupResource) bool { return selectedDown[gr] },
+		selected: func(gr schema.GroupResource) bool { return selectedDown[gr] }, found: r.ownedDown,
 	})
 }
 
@@ -67,6 +67,8 @@ type leftoverSearch struct {
 	informers informerSet
 	label     string // the label key whose value is this syncer's owner label value
 	selected  func(schema.GroupResource) bool
+	// found, if set, replaces the scan at start: the resources already known to hold objects of ours.
+	found func() map[schema.GroupResource]schema.GroupVersionResource
 }
 
 // leftovers are the carried candidates, plus those a scan of the label finds once at start; a
@@ -74,9 +76,14 @@ type leftoverSearch struct {
 // gone from that side (and its objects with it).
 func (r *resolver) leftovers(ctx context.Context, ls leftoverSearch) (map[schema.GroupResource]schema.GroupVersionResource, error) {
 	if !*ls.scanned {
-		found, err := scanOwned(ctx, ls.client, ls.side.index, ls.selected, ls.label+"="+r.ownerLabel)
-		if err != nil {
-			return nil, err
+		var found map[schema.GroupResource]schema.GroupVersionResource
+		if ls.found != nil {
+			found = ls.found()
+		} else {
+			var err error
+			if found, err = scanOwned(ctx, ls.client, ls.side.index, ls.selected, ls.label+"="+r.ownerLabel); err != nil {
+				return nil, err
+			}
 		}
 		maps.Copy(ls.carried, found)
 		*ls.scanned = true

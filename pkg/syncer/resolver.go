@@ -48,8 +48,10 @@ type resolver struct {
 	watchEdgeConfigs   func(ctx context.Context, served bool) (listed bool)
 	upDisc, downDisc   discoverer
 	upClient, downClnt dynamic.Interface // for the leftover scans at start
-	up, down           informerSet
-	ownerLabel         string
+	// ownedDown, if set, replaces the downstream scan at start (Config.DownstreamOwned).
+	ownedDown  func() map[schema.GroupResource]schema.GroupVersionResource
+	up, down   informerSet
+	ownerLabel string
 	// publish makes a snapshot current; called before informers start, so that their first events
 	// see it.
 	publish func(*snapshot)
