@@ -70,7 +70,8 @@ type Controller struct {
 	client   *kcpdynamic.ClusterClientset
 	upHub    *Hub
 	downHub  *Hub
-	upDisc   discovery.DiscoveryInterface
+	upDisc   *sharedDiscovery
+	downDisc *sharedDiscovery
 	bindings cache.SharedIndexInformer
 	engines  map[logicalcluster.Name]*engine
 	// marked are the workspaces with objects at the edge found at start, and the resources holding them.
@@ -103,6 +104,7 @@ func NewController(cfg Config) (*Controller, error) {
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "workspaces", MetricsProvider: cfg.Engine.Metrics.WorkqueueProvider()}),
 		engines: map[logicalcluster.Name]*engine{}, marked: map[logicalcluster.Name]map[schema.GroupResource]schema.GroupVersionResource{},
 	}
+	c.downDisc = newSharedDiscovery(cfg.DownstreamDiscovery)
 	c.downHub = NewHub(syncer.Downstream, false, func(gvr schema.GroupVersionResource) Lister { return cfg.Downstream.Resource(gvr) })
 	c.downHub.onChange = c.updateGauges
 	c.m.SetObjectCounter(c.countObjects)
@@ -164,6 +166,9 @@ func (c *Controller) Run(ctx context.Context) error {
 
 	defer c.engineWG.Wait()
 	defer c.stopAll()
+	if p := c.cfg.Engine.DiscoveryRefreshPeriod; p > 0 {
+		go c.refreshDiscovery(ctx, p)
+	}
 	go func() {
 		<-ctx.Done()
 		c.queue.ShutDown()
@@ -290,7 +295,7 @@ func (c *Controller) connect(url string) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.vw, c.client, c.upDisc = vw, client, disc
+	c.vw, c.client, c.upDisc = vw, client, newSharedDiscovery(disc)
 	c.upHub = NewHub(syncer.Upstream, true, func(gvr schema.GroupVersionResource) Lister { return client.Resource(gvr) })
 	c.upHub.onChange = c.updateGauges
 	return nil
@@ -349,7 +354,7 @@ func (c *Controller) binding(cluster logicalcluster.Name) (present, bound bool) 
 // scanMarked finds the workspaces that have objects at the edge (from the marks), so that those no
 // longer bound are cleaned up after a restart too. One paged LIST per edge resource, once.
 func (c *Controller) scanMarked(ctx context.Context) error {
-	_, lists, err := c.cfg.DownstreamDiscovery.ServerGroupsAndResources()
+	_, lists, err := c.downDisc.ServerGroupsAndResources()
 	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
 		return fmt.Errorf("edge discovery: %w", err)
 	}
@@ -488,7 +493,8 @@ func (c *Controller) start(ctx context.Context, cluster logicalcluster.Name, dra
 	cfg.UpstreamDynamic = c.client.Cluster(cluster.Path())
 	cfg.UpstreamDiscovery = c.upDisc
 	cfg.DownstreamDynamic = EdgeClient(c.cfg.Downstream, cluster.String(), c.namespaces)
-	cfg.DownstreamDiscovery = c.cfg.DownstreamDiscovery
+	cfg.DownstreamDiscovery = c.downDisc
+	cfg.DiscoveryRefreshPeriod = 0 // the controller refreshes every engine at once (refreshDiscovery)
 	cfg.UpstreamSource = upSource{hub: c.upHub, cluster: cluster}
 	cfg.DownstreamSource = downSource{hub: c.downHub, cluster: cluster.String(), namespaces: c.namespaces}
 	cfg.Cluster = cluster.String()
@@ -563,6 +569,36 @@ func (c *Controller) stopAll() {
 	}
 }
 
+// refreshDiscovery re-reads both sides' discovery for every engine every period (the engines'
+// DiscoveryRefreshPeriod, which they then do not run themselves): one walk for all of them.
+func (c *Controller) refreshDiscovery(ctx context.Context, period time.Duration) {
+	ticker := time.NewTicker(period)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		c.upDisc.Invalidate()
+		c.downDisc.Invalidate()
+		for _, e := range c.engineList() {
+			e.s.Rediscover()
+		}
+	}
+}
+
+// engineList is the engines running now.
+func (c *Controller) engineList() []*engine {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*engine, 0, len(c.engines))
+	for _, e := range c.engines {
+		out = append(out, e)
+	}
+	return out
+}
+
 // Ready tells whether every bound workspace is served: the virtual workspace known, the bindings
 // listed, and every workspace's engine ready.
 func (c *Controller) Ready() error {
@@ -595,12 +631,7 @@ func (c *Controller) Ready() error {
 
 // countObjects sums objects_managed over the engines.
 func (c *Controller) countObjects(add func(direction, resource string, n int)) {
-	c.mu.Lock()
-	engines := make([]*engine, 0, len(c.engines))
-	for _, e := range c.engines {
-		engines = append(engines, e)
-	}
-	c.mu.Unlock()
+	engines := c.engineList()
 	type dr struct{ direction, resource string }
 	sums := map[dr]int{}
 	for _, e := range engines {
@@ -613,12 +644,7 @@ func (c *Controller) countObjects(add func(direction, resource string, n int)) {
 
 // reachability passes a side's reachability on to every engine.
 func (c *Controller) reachability(side string, reachable bool) {
-	c.mu.Lock()
-	engines := make([]*engine, 0, len(c.engines))
-	for _, e := range c.engines {
-		engines = append(engines, e)
-	}
-	c.mu.Unlock()
+	engines := c.engineList()
 	for _, e := range engines {
 		e.s.Reachability(side, reachable)
 	}

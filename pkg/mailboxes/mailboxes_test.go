@@ -9,7 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	discoveryfake "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubestellar/syncer/pkg/informermanager"
@@ -193,5 +195,31 @@ func TestDecide(t *testing.T) {
 		if got := decide(c.present, c.bound, c.running, c.draining, c.marked); got != c.want {
 			t.Errorf("%s: decide = %d, want %d", c.name, got, c.want)
 		}
+	}
+}
+
+// Engines reading one sharedDiscovery cause one walk per invalidation, whatever their number.
+func TestSharedDiscovery(t *testing.T) {
+	fake := &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{Resources: []*metav1.APIResourceList{
+		{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "configmaps", Namespaced: true, Kind: "ConfigMap", Verbs: []string{"list"}}}},
+		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{{Name: "deployments", Namespaced: true, Kind: "Deployment", Verbs: []string{"list"}}}},
+	}}}
+	d := newSharedDiscovery(fake)
+	for range 5 {
+		if _, lists, err := d.ServerGroupsAndResources(); err != nil || len(lists) != 2 {
+			t.Fatalf("ServerGroupsAndResources: %d lists, %v", len(lists), err)
+		}
+	}
+	first := len(fake.Actions())
+	if first != 3 { // the groups, then each group version once
+		t.Errorf("5 walks made %d requests, want 3", first)
+	}
+	d.Invalidate()
+	d.Invalidate()
+	for range 3 {
+		_, _, _ = d.ServerGroupsAndResources()
+	}
+	if got := len(fake.Actions()) - first; got != 3 {
+		t.Errorf("after an invalidation, 3 walks made %d requests, want 3", got)
 	}
 }

@@ -47,6 +47,14 @@ func (s *Syncer) deletable(u *unstructured.Unstructured) bool {
 	return mapping.OwnedDownstream(u) && mapping.OwnerOf(u) == s.ownerLabel && !mapping.CreateOnly(u) && !mapping.KeepOnDelete(u)
 }
 
+// Rediscover reads both sides' discovery again and resolves: what the engine's own
+// DiscoveryRefreshPeriod does, for an owner that refreshes several engines at once.
+func (s *Syncer) Rediscover() {
+	s.upDisc.Invalidate()
+	s.downDisc.Invalidate()
+	s.resolveQueue.Add(resolveKey)
+}
+
 // ObjectCounts reports objects_managed for this engine (what a standalone engine reports itself): an
 // embedded engine's owner sums them over its engines.
 func (s *Syncer) ObjectCounts(add func(direction, resource string, n int)) { s.countObjects(add) }
