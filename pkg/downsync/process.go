@@ -116,6 +116,12 @@ func (c *Controller) delete(ctx context.Context, key framework.Key, r Resource, 
 	switch {
 	case downObj == nil || !mapping.OwnedDownstream(downObj) || downObj.GetDeletionTimestamp() != nil:
 		return nil
+	case !c.ours(downObj):
+		// Another sync target's (or, serving several workspaces, another workspace's) copy: the edge's
+		// Namespaces are watched whole, so another syncer's namespace shows up here.
+		klog.FromContext(ctx).V(logging.Skip).Info("Not deleting another syncer's or workspace's object",
+			"owner", mapping.OwnerOf(downObj), "workspace", mapping.ClusterOf(downObj))
+		return nil
 	case mapping.CreateOnly(downObj):
 		klog.FromContext(ctx).V(logging.Skip).Info("Not deleting a create-only object", "annotation", mapping.OverwriteAnnotation)
 		return nil
@@ -322,6 +328,14 @@ func immutable(err error) bool {
 		}
 	}
 	return strings.Contains(err.Error(), "field is immutable")
+}
+
+// ours tells whether a marked downstream object is this syncer's to delete: labelled for its sync
+// target (or for none: its own object drifted, or the release-0.14 syncer's it took over), and of
+// its workspace.
+func (c *Controller) ours(obj *unstructured.Unstructured) bool {
+	owner := mapping.OwnerOf(obj)
+	return (owner == "" || owner == c.cfg.Mapping.OwnerLabelValue) && mapping.ClusterOf(obj) == c.cfg.Mapping.Cluster
 }
 
 // ownerOf is the sync target a marked downstream object is labelled for; "" when unmarked or unlabelled.

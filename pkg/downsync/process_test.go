@@ -226,6 +226,14 @@ func TestProcess(t *testing.T) {
 		{name: "deleted upstream: deleted downstream", view: selecting("a"), up: objs(nsA), down: objs(nsA, owned(t, upCM)),
 			want: []string{"delete configmaps"}, result: metrics.Deleted},
 		{name: "unowned object is never deleted", view: selecting("b"), up: objs(nsA), down: objs(nsA, unowned)},
+		{name: "another sync target's object is never deleted", view: selecting("b"), up: objs(nsA), down: objs(nsA, others)},
+		{name: "another workspace's object is never deleted", view: selecting("b"), up: objs(nsA), down: objs(nsA, func() *unstructured.Unstructured {
+			d, err := mapping.ToDownstream(upCM, mapping.Options{OwnerLabelValue: "t", Cluster: "other-workspace"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}())},
 		{name: "deleted upstream, kept at the edge (propagateDeletion false)", view: selecting("a"), up: objs(nsA), down: objs(nsA, func() *unstructured.Unstructured {
 			d := owned(t, upCM)
 			d.SetAnnotations(map[string]string{mapping.DownsyncedAnnotation: "ConfigMap/a/x", mapping.PropagateDeletionAnnotation: "false"})
@@ -454,5 +462,24 @@ func TestCreateRacesAnObjectThatGoes(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"patch configmaps", "get configmaps"}, h.actions()); diff != "" {
 		t.Errorf("actions (-want +got):\n%s", diff)
+	}
+}
+
+// TestOtherSyncersNamespaceKept: the edge's Namespaces are watched whole, so a namespace another
+// sync target wrote (two syncers sharing an edge, each with its own mailbox) reaches this syncer,
+// which selects nothing there: it must leave it, not delete it as deselected.
+func TestOtherSyncersNamespaceKept(t *testing.T) {
+	nsB := u("v1", "Namespace", "", "b", nil)
+	theirs, err := mapping.ToDownstream(nsB, mapping.Options{OwnerLabelValue: "other-edge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs.SetUID("down-uid")
+	h := newHarness(t, selecting("a"), objs(nsA), objs(nsA, theirs))
+	if _, err := h.c.process(context.Background(), framework.Key{GVR: namespaceGVR, Name: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.actions(); len(got) != 0 {
+		t.Errorf("another sync target's namespace: actions %v, want none", got)
 	}
 }
