@@ -416,9 +416,14 @@ func freeAddr() string {
 }
 
 func (b *bench) startSyncer(extra ...string) (*syncerProc, error) {
+	return b.startSyncerFrom(b.env.Upstream.Kubeconfig, target, extra...)
+}
+
+// startSyncerFrom starts a syncer whose upstream is the kubeconfig from, as sync target name.
+func (b *bench) startSyncerFrom(from, name string, extra ...string) (*syncerProc, error) {
 	addr := freeAddr()
-	args := []string{"--from-kubeconfig=" + b.env.Upstream.Kubeconfig, "--to-kubeconfig=" + b.env.Downstream.Kubeconfig,
-		"--sync-target-name=" + target, "--sync-target-uid=" + target, "--metrics-bind-address=" + addr,
+	args := []string{"--from-kubeconfig=" + from, "--to-kubeconfig=" + b.env.Downstream.Kubeconfig,
+		"--sync-target-name=" + name, "--sync-target-uid=" + name, "--metrics-bind-address=" + addr,
 		"--health-probe-bind-address=0", "--profiling", "-v=1"}
 	args = append(args, b.cfg.syncerArgs...)
 	args = append(args, extra...)

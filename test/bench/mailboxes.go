@@ -123,7 +123,7 @@ func fillMailbox(ctx context.Context, ws *testenv.Workspace, ns string, m int) e
 		}
 	}
 	cfgObj := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "edge.kubestellar.io/v2alpha1", "kind": "SyncerConfig",
-		"spec": map[string]interface{}{"namespaceScope": nsScope([]string{ns}, resourceOf(gvrConfigMaps))}}}
+		"spec": nsScope([]string{ns}, resourceOf(gvrConfigMaps))}}
 	cfgObj.SetName("bench")
 	_, err = dyn.Resource(gvrSyncerConfig).Create(ctx, cfgObj, metav1.CreateOptions{})
 	return err
@@ -131,7 +131,7 @@ func fillMailbox(ctx context.Context, ws *testenv.Workspace, ns string, m int) e
 
 // mailboxesMeasure is what one way of serving the workspaces cost.
 type mailboxesMeasure struct {
-	sync                                        time.Duration
+	sync                                          time.Duration
 	rss, heap, upWatches, downWatches, upRequests float64
 }
 
@@ -153,7 +153,8 @@ func (b *bench) measureMailboxes(ctx context.Context, want int, start func() ([]
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Minute, true, func(ctx context.Context) (bool, error) {
 		list, err := b.down.dyn.Resource(gvrConfigMaps).List(ctx, metav1.ListOptions{LabelSelector: mapping.OwnerLabel})
 		if err != nil {
-			return false, nil
+			logf("mailboxes: listing the edge's ConfigMaps: %v", err)
+			return false, nil // a failed list is tried again at the next poll
 		}
 		got := 0
 		for i := range list.Items {

@@ -28,6 +28,7 @@ import (
 type config struct {
 	syncer     string
 	binDir     string
+	kcpBinDir  string
 	out        string
 	repeat     int
 	quick      bool
@@ -46,10 +47,11 @@ func main() {
 	var scenarios, extra string
 	flag.StringVar(&c.syncer, "syncer", "bin/syncer", "The syncer binary.")
 	flag.StringVar(&c.binDir, "bin-dir", os.Getenv("E2E_BIN"), "etcd, kube-apiserver, kube-controller-manager (make e2e-bins).")
+	flag.StringVar(&c.kcpBinDir, "kcp-bin-dir", os.Getenv("KCP_BIN"), "kcp and crd-puller (make kcp-bins), for the mailboxes scenario.")
 	flag.StringVar(&c.out, "out", "bench-results.json", "Where to write the results as JSON.")
 	flag.IntVar(&c.repeat, "repeat", 3, "Repetitions of each figure (median and spread are printed).")
 	flag.BoolVar(&c.quick, "quick", false, "Small sizes and one repetition: a smoke run, not figures.")
-	flag.StringVar(&scenarios, "scenarios", "settings,sync,idle,latency,memory,polling", "Which scenarios to run.")
+	flag.StringVar(&scenarios, "scenarios", "settings,sync,idle,latency,memory,polling,mailboxes", "Which scenarios to run (mailboxes needs kcp: -kcp-bin-dir).")
 	flag.StringVar(&extra, "syncer-args", "", "Extra syncer flags, space-separated (e.g. \"--qps=-1 --workers=16\").")
 	var sizes string
 	flag.StringVar(&sizes, "sizes", "", "Object counts of the sync and memory scenarios, comma-separated (e.g. 1000,10000; sync then runs ConfigMaps only). Default: 1000 and 10000 (sync), 1000, 10000 and 100000 (memory).")
@@ -104,7 +106,14 @@ func run(c config) (err error) {
 		_ = os.RemoveAll(dir)
 	}()
 	logf("starting etcd, two kube-apiservers and a kube-controller-manager in %s", dir)
-	env, err := testenv.Start(ctx, testenv.Options{BinDir: c.binDir, Dir: filepath.Join(dir, "env"), Log: os.Stderr})
+	opts := testenv.Options{BinDir: c.binDir, Dir: filepath.Join(dir, "env"), Log: os.Stderr}
+	if c.scenarios["mailboxes"] {
+		if missing := testenv.MissingKCPBinaries(c.kcpBinDir); len(missing) > 0 {
+			return fmt.Errorf("the mailboxes scenario needs kcp: %v missing in -kcp-bin-dir %q (make kcp-bins)", missing, c.kcpBinDir)
+		}
+		opts.KCP, opts.KCPBinDir = true, c.kcpBinDir
+	}
+	env, err := testenv.Start(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -127,6 +136,7 @@ func run(c config) (err error) {
 		{"latency", b.latency},
 		{"memory", b.memory},
 		{"polling", b.polling},
+		{"mailboxes", b.mailboxes},
 	}
 	for _, s := range steps {
 		if !c.scenarios[s.name] {
