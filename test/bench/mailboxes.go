@@ -69,8 +69,8 @@ func (b *bench) mailboxes(ctx context.Context) error {
 		{"initial sync (start to every object at the edge)", "s", one.sync.Seconds(), each.sync.Seconds()},
 		{"RSS, all syncer processes", "MiB", one.rss / (1 << 20), each.rss / (1 << 20)},
 		{"heap in use, all syncer processes", "MiB", one.heap / (1 << 20), each.heap / (1 << 20)},
-		{"watches open upstream", "", one.upWatches, each.upWatches},
-		{"watches open at the edge", "", one.downWatches, each.downWatches},
+		{"watches opened upstream (WATCH requests until settled)", "", one.upWatches, each.upWatches},
+		{"watches opened at the edge (WATCH requests until settled)", "", one.downWatches, each.downWatches},
 		{"upstream requests until settled", "", one.upRequests, each.upRequests},
 	} {
 		b.record("mailboxes", r.metric+": one syncer", r.unit, []float64{r.one}, note)
