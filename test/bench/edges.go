@@ -174,9 +174,19 @@ func (b *bench) measureEdges(ctx context.Context, pid int, boxes []*mailbox, per
 		return fmt.Errorf("%w (syncer logs in %s)", err, b.dir)
 	}
 	filled := time.Since(start)
+	settled := make(chan error, n)
 	for _, box := range boxes {
-		if err := box.syncer.waitSettled(ctx, 2*time.Second, 5*time.Minute); err != nil {
-			return fmt.Errorf("syncer %s: %w", box.target, err)
+		go func() {
+			if err := box.syncer.waitSettled(ctx, 2*time.Second, 5*time.Minute); err != nil {
+				settled <- fmt.Errorf("syncer %s: %w", box.target, err)
+				return
+			}
+			settled <- nil
+		}()
+	}
+	for range boxes {
+		if err := <-settled; err != nil {
+			return err
 		}
 	}
 	logf("%s: %d syncers started in %.1fs, every edge filled after %.1fs", label, n, started.Seconds(), filled.Seconds())
