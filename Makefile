@@ -98,7 +98,7 @@ endif
 demo: build testenv ## Show the syncer at work on the local control plane (DEMO_UPSTREAM=kcp: against a kcp workspace).
 	@bash hack/demo.sh
 
-bench: build e2e-bins kcp-bins ## Benchmarks on a real control plane and kcp (about an hour): table on stdout, JSON in bench-results.json.
+bench: build e2e-bins kcp-bins ## Benchmarks on a real control plane and kcp (about 70 minutes): table on stdout, JSON in bench-results.json.
 	$(GO) run ./test/bench -syncer bin/syncer -bin-dir $(E2E_BIN) -kcp-bin-dir $(KCP_BIN) -out bench-results.json $(BENCH_ARGS)
 
 bench-quick: build e2e-bins kcp-bins ## A smoke run of the benchmarks (small sizes, one repetition; not figures).

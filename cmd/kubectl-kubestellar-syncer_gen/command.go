@@ -50,6 +50,9 @@ const defaultRequestTimeout = "15s"
 type options struct {
 	bootstrap.Options
 	resources bootstrap.Resources
+	// expectedObjects is --expected-objects: the memory request and limit derive from it unless
+	// --requests-memory or --limits-memory is given.
+	expectedObjects int
 	// connection are kubectl's flags choosing the mailbox workspace and the credentials.
 	connection         *genericclioptions.ConfigFlags
 	output, helmValues string
@@ -60,8 +63,9 @@ func newOptions() *options {
 	o := &options{
 		Options: bootstrap.Options{UpstreamNamespace: "default", Replicas: 1, QPS: 500, Burst: 1000, Verbosity: 2,
 			Lifetime: 365 * 24 * time.Hour, RBAC: bootstrap.RBACBroad},
-		resources:  bootstrap.DefaultResources(),
-		connection: genericclioptions.NewConfigFlags(true),
+		resources:       bootstrap.DefaultResources(),
+		expectedObjects: bootstrap.DefaultExpectedObjects,
+		connection:      genericclioptions.NewConfigFlags(true),
 	}
 	o.Resources = &o.resources
 	// -n/--namespace has been the edge namespace since the first syncer-gen, as in KubeStellar's; the
@@ -85,9 +89,10 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Burst, "burst", o.Burst, "The syncer's --burst.")
 	fs.IntVar(&o.Verbosity, "syncer-verbosity", o.Verbosity, "The syncer's -v.")
 	fs.StringVar(&o.resources.RequestsCPU, "requests-cpu", o.resources.RequestsCPU, "CPU the syncer container requests; empty: no request.")
-	fs.StringVar(&o.resources.RequestsMemory, "requests-memory", o.resources.RequestsMemory, "Memory the syncer container requests; empty: no request.")
+	fs.IntVar(&o.expectedObjects, "expected-objects", o.expectedObjects, "How many objects the syncer will hold: those of the selected resources upstream (every namespace's, in a shared upstream). The memory request and limit derive from it (48Mi + 16Ki per object; the limit room for twice the objects, at least 256Mi) unless --requests-memory or --limits-memory is given.")
+	fs.StringVar(&o.resources.RequestsMemory, "requests-memory", o.resources.RequestsMemory, "Memory the syncer container requests; empty: no request. Default: derived from --expected-objects.")
 	fs.StringVar(&o.resources.LimitsCPU, "limits-cpu", o.resources.LimitsCPU, "CPU limit of the syncer container; empty (the default): none, so that a resync is not throttled.")
-	fs.StringVar(&o.resources.LimitsMemory, "limits-memory", o.resources.LimitsMemory, "Memory limit of the syncer container; empty: none.")
+	fs.StringVar(&o.resources.LimitsMemory, "limits-memory", o.resources.LimitsMemory, "Memory limit of the syncer container; empty: none. Default: derived from --expected-objects.")
 	fs.DurationVar(&o.Lifetime, "lifetime", o.Lifetime, "Lifetime of the upstream token (TokenRequest); the server may grant less.")
 	fs.StringVar(&o.RBAC, "rbac", o.RBAC, `"broad": the syncer may read and write anything on both sides, so any later SyncerConfig works; "least": only what the current SyncerConfigs need (run syncer-gen again after changing them).`)
 	fs.BoolVar(&o.version, "version", false, "Print the version, git revision, Go version and platform, and exit.")
@@ -113,6 +118,9 @@ func (o *options) command(name string, stdout, stderr io.Writer) *cobra.Command 
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 		ValidArgsFunction: o.completeSyncTargetName,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.complete(cmd.Flags()); err != nil {
+				return err
+			}
 			return o.run(cmd.Context(), args, stdout, stderr)
 		},
 	}
@@ -136,6 +144,22 @@ func (o *options) command(name string, stdout, stderr io.Writer) *cobra.Command 
 	cmd.AddCommand(newCompletionCommand())
 	o.registerCompletions(cmd)
 	return cmd
+}
+
+// complete derives the memory request and limit from --expected-objects, each unless its own flag
+// was given.
+func (o *options) complete(fs *pflag.FlagSet) error {
+	if o.expectedObjects < 0 {
+		return fmt.Errorf("--expected-objects must not be negative (see --help)")
+	}
+	derived := bootstrap.ResourcesFor(o.expectedObjects)
+	if !fs.Changed("requests-memory") {
+		o.resources.RequestsMemory = derived.RequestsMemory
+	}
+	if !fs.Changed("limits-memory") {
+		o.resources.LimitsMemory = derived.LimitsMemory
+	}
+	return nil
 }
 
 // run bootstraps the syncer named by the one argument.

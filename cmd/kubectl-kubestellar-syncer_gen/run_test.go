@@ -31,7 +31,7 @@ func TestRunWritesManifestAndHelmValues(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	err := run([]string{"florin", "--syncer-image=example.com/syncer:v1", "--kubeconfig=" + api.kubeconfig(t), "-o", manifest,
-		"--helm-values", valuesFile, "--requests-cpu=250m", "--requests-memory=", "--limits-cpu=2", "--replicas=2"}, &stdout, &stderr)
+		"--helm-values", valuesFile, "--requests-cpu=250m", "--requests-memory=", "--limits-cpu=2", "--replicas=2", "--expected-objects=100000"}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("%v; stderr:\n%s", err, stderr.String())
 	}
@@ -79,7 +79,7 @@ func TestRunWritesManifestAndHelmValues(t *testing.T) {
 		return *s
 	}
 	if r := values.Resources; str(r["requests"]["cpu"]) != "250m" || str(r["requests"]["memory"]) != "null" || str(r["limits"]["cpu"]) != "2" ||
-		str(r["limits"]["memory"]) != "1Gi" {
+		str(r["limits"]["memory"]) != "3184Mi" {
 		t.Errorf("resources %s", data)
 	}
 
@@ -108,7 +108,7 @@ func TestRunWritesManifestAndHelmValues(t *testing.T) {
 	}
 	res := dep.Spec.Template.Spec.Containers[0].Resources
 	if !res.Requests.Cpu().Equal(resource.MustParse("250m")) || res.Requests.Memory().Value() != 0 || !res.Limits.Cpu().Equal(resource.MustParse("2")) ||
-		!res.Limits.Memory().Equal(resource.MustParse("1Gi")) {
+		!res.Limits.Memory().Equal(resource.MustParse("3184Mi")) {
 		t.Errorf("Deployment resources %+v", res)
 	}
 	if !strings.Contains(string(data), "- --sync-target-uid="+fakeUID+"\n") {
@@ -183,6 +183,42 @@ func parse(t *testing.T, args ...string) *options {
 		t.Fatal(err)
 	}
 	return o
+}
+
+// TestExpectedObjects: the memory request and limit derive from --expected-objects, each unless its
+// own flag is given (empty included: no entry).
+func TestExpectedObjects(t *testing.T) {
+	for _, tc := range []struct {
+		args           []string
+		request, limit string
+		wantErr        string
+	}{
+		{nil, "208Mi", "368Mi", ""},
+		{[]string{"--expected-objects=100000"}, "1616Mi", "3184Mi", ""},
+		{[]string{"--expected-objects=100000", "--limits-memory=4Gi"}, "1616Mi", "4Gi", ""},
+		{[]string{"--expected-objects=0", "--requests-memory=100Mi"}, "100Mi", "256Mi", ""},
+		{[]string{"--expected-objects=1000", "--requests-memory=", "--limits-memory="}, "", "", ""},
+		{[]string{"--expected-objects=-1"}, "", "", "--expected-objects must not be negative"},
+	} {
+		o := newOptions()
+		cmd := o.command(pluginName, io.Discard, io.Discard)
+		if err := cmd.ParseFlags(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		err := o.complete(cmd.Flags())
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%v: error %v, want %q", tc.args, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if o.resources.RequestsMemory != tc.request || o.resources.LimitsMemory != tc.limit || o.resources.RequestsCPU != "100m" {
+			t.Errorf("%v: resources %+v, want memory request %q limit %q", tc.args, o.resources, tc.request, tc.limit)
+		}
+	}
 }
 
 // TestRequestTimeout: 15 s unless --request-timeout is given (0: none, as in kubectl).

@@ -9,14 +9,46 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// The syncer container's default requests and limits (--requests-cpu, --requests-memory,
-// --limits-cpu, --limits-memory). No CPU limit, so that a resync is not throttled.
+// The syncer container's default CPU request and limit (--requests-cpu, --limits-cpu). No CPU limit,
+// so that a resync is not throttled. The memory defaults derive from --expected-objects (MemoryFor).
 const (
-	DefaultRequestsCPU    = "100m"
-	DefaultRequestsMemory = "128Mi"
-	DefaultLimitsCPU      = ""
-	DefaultLimitsMemory   = "1Gi"
+	DefaultRequestsCPU = "100m"
+	DefaultLimitsCPU   = ""
 )
+
+// The syncer's measured memory cost (docs/performance.md, issue #15's memory scenario: ConfigMaps
+// of about 1.2 KiB synced at the default flags, from 1,000 to 100,000 objects).
+const (
+	// MemoryBase is the RSS of a syncer with nothing selected: measured 37 MiB, rounded up for
+	// the discovery documents of a cluster with many more APIs than the bench's.
+	MemoryBase int64 = 48 << 20
+	// MemoryPerObject is the RSS per synced object: measured 14.4–15.0 KB (the upstream object and
+	// its edge copy, decoded, with the headroom Go's garbage collector leaves), rounded up.
+	MemoryPerObject int64 = 16 << 10
+	// DefaultExpectedObjects is --expected-objects' default.
+	DefaultExpectedObjects = 10000
+
+	// memoryQuantum is what memory requests and limits are rounded up to a multiple of.
+	memoryQuantum int64 = 16 << 20
+	// minMemoryLimit is the lowest limit MemoryFor gives: below it a start-up (discovery, the first
+	// LISTs) has no room for anything the measurements did not see.
+	minMemoryLimit int64 = 256 << 20
+)
+
+// MemoryFor is the memory request and limit of a syncer expected to hold objects synced objects
+// (objects of the selected resources upstream, in every namespace of a shared upstream, since its
+// upstream informers are cluster-wide): the request is what they were measured to cost,
+// MemoryBase + objects × MemoryPerObject; the limit what twice as many cost, MemoryBase + 2 ×
+// objects × MemoryPerObject, and at least 256Mi: room for a relist (which holds a second copy of a
+// resource's objects while it lasts), an initial sync's backlog, and objects larger than the
+// measured 1.2 KiB. Both are rounded up to a multiple of 16Mi. objects must not be negative.
+func MemoryFor(objects int) (request, limit resource.Quantity) {
+	roundUp := func(b int64) int64 { return (b + memoryQuantum - 1) / memoryQuantum * memoryQuantum }
+	n := int64(objects)
+	request = *resource.NewQuantity(roundUp(MemoryBase+n*MemoryPerObject), resource.BinarySI)
+	limit = *resource.NewQuantity(max(minMemoryLimit, roundUp(MemoryBase+2*n*MemoryPerObject)), resource.BinarySI)
+	return request, limit
+}
 
 // Resources are the syncer container's requests and limits as the flags give them: a quantity
 // each ("100m", "128Mi"), or empty to leave that entry out of the Deployment.
@@ -24,11 +56,16 @@ type Resources struct {
 	RequestsCPU, RequestsMemory, LimitsCPU, LimitsMemory string
 }
 
-// DefaultResources are syncer-gen's defaults.
-func DefaultResources() Resources {
-	return Resources{RequestsCPU: DefaultRequestsCPU, RequestsMemory: DefaultRequestsMemory,
-		LimitsCPU: DefaultLimitsCPU, LimitsMemory: DefaultLimitsMemory}
+// ResourcesFor are syncer-gen's defaults for a syncer expected to hold objects synced objects: the
+// CPU defaults and the memory of MemoryFor.
+func ResourcesFor(objects int) Resources {
+	request, limit := MemoryFor(objects)
+	return Resources{RequestsCPU: DefaultRequestsCPU, RequestsMemory: request.String(),
+		LimitsCPU: DefaultLimitsCPU, LimitsMemory: limit.String()}
 }
+
+// DefaultResources are syncer-gen's defaults: those for DefaultExpectedObjects.
+func DefaultResources() Resources { return ResourcesFor(DefaultExpectedObjects) }
 
 // Requirements parses the quantities. The error names every flag whose value is not a quantity,
 // is negative, or requests more than its limit (the apiserver would refuse the Deployment).

@@ -10,6 +10,49 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
+// TestMemoryFor: the request is the measured base plus the measured cost per object, the limit
+// that of twice the objects (at least 256Mi), both rounded up to 16Mi.
+func TestMemoryFor(t *testing.T) {
+	for _, tc := range []struct {
+		objects        int
+		request, limit string
+	}{
+		{0, "48Mi", "256Mi"},
+		{1000, "64Mi", "256Mi"},         // 48Mi + 15.6Mi
+		{6000, "144Mi", "256Mi"},        // 48Mi + 93.75Mi; the limit's 235.5Mi is below the floor
+		{10000, "208Mi", "368Mi"},       // 48Mi + 156.25Mi; 48Mi + 312.5Mi
+		{100000, "1616Mi", "3184Mi"},    // 48Mi + 1,562.5Mi; 48Mi + 3,125Mi
+		{1000000, "15680Mi", "31312Mi"}, // 48Mi + 15,625Mi; 48Mi + 31,250Mi
+	} {
+		request, limit := MemoryFor(tc.objects)
+		if request.String() != tc.request || limit.String() != tc.limit {
+			t.Errorf("MemoryFor(%d) = %s, %s; want %s, %s", tc.objects, request.String(), limit.String(), tc.request, tc.limit)
+		}
+	}
+	if got, want := ResourcesFor(DefaultExpectedObjects), DefaultResources(); got != want {
+		t.Errorf("ResourcesFor(DefaultExpectedObjects) = %+v, DefaultResources() = %+v", got, want)
+	}
+}
+
+// TestMemoryForCoversMeasured: the request covers the highest RSS docs/performance.md reports at
+// each size (ConfigMaps of about 1.2 KiB, default flags), and the limit twice the part above the
+// base. A change of the constants that no longer covers the measurements fails here.
+func TestMemoryForCoversMeasured(t *testing.T) {
+	const mib = 1 << 20
+	for objects, rssMiB := range map[int]float64{0: 37.0, 1000: 62.4, 10000: 203, 100000: 1470} {
+		request, limit := MemoryFor(objects)
+		if float64(request.Value()) < rssMiB*mib {
+			t.Errorf("%d objects: request %s below the measured RSS %.1f MiB", objects, request.String(), rssMiB)
+		}
+		if float64(limit.Value()) < 2*rssMiB*mib-float64(MemoryBase) {
+			t.Errorf("%d objects: limit %s has no room for twice the measured objects (RSS %.1f MiB)", objects, limit.String(), rssMiB)
+		}
+		if request.Cmp(limit) > 0 {
+			t.Errorf("%d objects: request %s above limit %s", objects, request.String(), limit.String())
+		}
+	}
+}
+
 func TestResourcesRequirements(t *testing.T) {
 	q := resource.MustParse
 	for _, tc := range []struct {
@@ -19,8 +62,8 @@ func TestResourcesRequirements(t *testing.T) {
 		wantErr []string // each must be in the error
 	}{
 		{name: "defaults", in: DefaultResources(), want: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: q("100m"), corev1.ResourceMemory: q("128Mi")},
-			Limits:   corev1.ResourceList{corev1.ResourceMemory: q("1Gi")}}},
+			Requests: corev1.ResourceList{corev1.ResourceCPU: q("100m"), corev1.ResourceMemory: q("208Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: q("368Mi")}}},
 		{name: "all set", in: Resources{RequestsCPU: "0.25", RequestsMemory: "256Mi", LimitsCPU: "2", LimitsMemory: "2G"}, want: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: q("250m"), corev1.ResourceMemory: q("256Mi")},
 			Limits:   corev1.ResourceList{corev1.ResourceCPU: q("2"), corev1.ResourceMemory: q("2G")}}},

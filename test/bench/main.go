@@ -2,7 +2,8 @@
 // kube-controller-manager at the edge; test/testenv) and prints one table, also written as JSON:
 // initial-sync throughput against the physical limit measured in the same run (a bare client, a bare
 // relay), change latency for downsync, status return and upsync under churn, idle API cost, memory
-// per object, and a model of the release-0.14 polling syncer on the same workloads.
+// per object, a model of the release-0.14 polling syncer on the same workloads, and what N syncers,
+// one mailbox each, cost one shared upstream.
 //
 //	go run ./test/bench -syncer bin/syncer -bin-dir $E2E_BIN   (make bench; -quick for a smoke run)
 package main
@@ -40,6 +41,11 @@ type config struct {
 	profiles string
 	// memoryAge is how long the memory scenario lets a filled syncer run before measuring.
 	memoryAge time.Duration
+	// edges are the syncer counts of the edges scenario; edgeObjects the ConfigMaps in each mailbox;
+	// edgesScoped also measures namespace-scoped upstream informers (through the mailbox proxy).
+	edges       []int
+	edgeObjects int
+	edgesScoped bool
 }
 
 func main() {
@@ -51,20 +57,21 @@ func main() {
 	flag.StringVar(&c.out, "out", "bench-results.json", "Where to write the results as JSON.")
 	flag.IntVar(&c.repeat, "repeat", 3, "Repetitions of each figure (median and spread are printed).")
 	flag.BoolVar(&c.quick, "quick", false, "Small sizes and one repetition: a smoke run, not figures.")
-	flag.StringVar(&scenarios, "scenarios", "settings,sync,idle,latency,memory,polling,mailboxes", "Which scenarios to run (mailboxes needs kcp: -kcp-bin-dir).")
+	flag.StringVar(&scenarios, "scenarios", "edges,settings,sync,idle,latency,memory,polling,mailboxes", "Which scenarios to run (mailboxes needs kcp: -kcp-bin-dir).")
 	flag.StringVar(&extra, "syncer-args", "", "Extra syncer flags, space-separated (e.g. \"--qps=-1 --workers=16\").")
 	var sizes string
 	flag.StringVar(&sizes, "sizes", "", "Object counts of the sync and memory scenarios, comma-separated (e.g. 1000,10000; sync then runs ConfigMaps only). Default: 1000 and 10000 (sync), 1000, 10000 and 100000 (memory).")
 	flag.StringVar(&c.profiles, "heap-profiles", "", "A folder where the memory scenario saves the syncer's heap profile at each size.")
+	var edges string
+	flag.StringVar(&edges, "edges", "", "Syncer counts of the edges scenario, comma-separated (default 10,50; -quick 3,6).")
+	flag.IntVar(&c.edgeObjects, "edge-objects", 10, "ConfigMaps in each mailbox of the edges scenario.")
+	flag.BoolVar(&c.edgesScoped, "edges-scoped", false, "The edges scenario also measures namespace-scoped upstream informers (the mailbox proxy scopes each syncer's ConfigMap watch to its namespace).")
 	flag.DurationVar(&c.memoryAge, "memory-age", 0, "How long the memory scenario lets the syncer run once settled before measuring (e.g. 3m: per-key bookkeeping kept for a write-loop window is then gone).")
 	flag.Parse()
-	for _, f := range strings.FieldsFunc(sizes, func(r rune) bool { return r == ',' }) {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			fmt.Fprintln(os.Stderr, "bench: -sizes: not a count:", f)
-			os.Exit(2)
-		}
-		c.sizes = append(c.sizes, n)
+	c.sizes, c.edges = counts("-sizes", sizes), counts("-edges", edges)
+	if c.edgeObjects <= 0 {
+		fmt.Fprintln(os.Stderr, "bench: -edge-objects must be positive")
+		os.Exit(2)
 	}
 	c.scenarios = map[string]bool{}
 	for _, s := range strings.Split(scenarios, ",") {
@@ -78,6 +85,20 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// counts parses a comma-separated list of positive counts, or exits.
+func counts(flagName, list string) []int {
+	var out []int
+	for _, f := range strings.FieldsFunc(list, func(r rune) bool { return r == ',' }) {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "bench: %s: not a count: %s\n", flagName, f)
+			os.Exit(2)
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func run(c config) (err error) {
@@ -130,6 +151,7 @@ func run(c config) (err error) {
 		name string
 		fn   func(context.Context) error
 	}{
+		{"edges", b.edges},
 		{"settings", b.settings},
 		{"sync", b.initialSync},
 		{"idle", b.idle},
@@ -158,16 +180,19 @@ func logf(format string, args ...interface{}) {
 // header describes the machine and versions.
 func header(c config) map[string]string {
 	h := map[string]string{
-		"cores":      fmt.Sprint(runtime.NumCPU()),
-		"go":         runtime.Version(),
-		"kubernetes": "v" + os.Getenv("K8S_VERSION"),
-		"date":       time.Now().UTC().Format(time.RFC3339),
-		"repeat":     fmt.Sprint(c.repeat),
-		"quick":      fmt.Sprint(c.quick),
-		"syncerArgs": strings.Join(c.syncerArgs, " "),
-		"syncer":     c.syncer,
-		"sizes":      fmt.Sprint(c.sizes),
-		"memoryAge":  c.memoryAge.String(),
+		"cores":       fmt.Sprint(runtime.NumCPU()),
+		"go":          runtime.Version(),
+		"kubernetes":  "v" + os.Getenv("K8S_VERSION"),
+		"date":        time.Now().UTC().Format(time.RFC3339),
+		"repeat":      fmt.Sprint(c.repeat),
+		"quick":       fmt.Sprint(c.quick),
+		"syncerArgs":  strings.Join(c.syncerArgs, " "),
+		"syncer":      c.syncer,
+		"sizes":       fmt.Sprint(c.sizes),
+		"memoryAge":   c.memoryAge.String(),
+		"edges":       fmt.Sprint(c.edges),
+		"edgeObjects": fmt.Sprint(c.edgeObjects),
+		"edgesScoped": fmt.Sprint(c.edgesScoped),
 	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {

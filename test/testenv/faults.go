@@ -14,6 +14,16 @@ import (
 // APIServerProcess is the name of the process serving s (for Signal and RestartAPIServer).
 func APIServerProcess(s *Server) string { return "kube-apiserver-" + s.Name }
 
+// PID is the process id of a process of the environment by name (APIServerProcess(s), "etcd"),
+// for reading its CPU time and memory from /proc.
+func (e *Env) PID(name string) (int, bool) {
+	p := e.procByName(name)
+	if p == nil {
+		return 0, false
+	}
+	return p.pid, true
+}
+
 // Signal sends sig to a process of the environment by name: SIGSTOP hangs it (connections are
 // accepted by the kernel, nothing answers), SIGCONT resumes it.
 func (e *Env) Signal(name string, sig syscall.Signal) error {
