@@ -324,6 +324,7 @@ func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics
 		DiscoveryRefreshPeriod: opts.DiscoveryRefreshPeriod,
 		HeartbeatPeriod:        opts.HeartbeatPeriod,
 		ConflictRecheckPeriod:  opts.ConflictRecheckPeriod,
+		ConfigSelector:         opts.SyncerConfigSelector,
 		Metrics:                m,
 	}, nil
 }

@@ -39,6 +39,9 @@ type Config struct {
 	// DiscoveryRefreshPeriod re-reads discovery as a safety net for APIs that appear without a CRD
 	// event (aggregated APIs, kcp APIBindings); 0 disables it.
 	DiscoveryRefreshPeriod time.Duration
+	// ConfigSelector, if set, is a label selector: the engine reads only the SyncerConfigs and
+	// EdgeSyncConfigs it matches (and writes its heartbeat on those only).
+	ConfigSelector string
 	// ConflictRecheckPeriod is how often an object blocked by an unowned object is looked at again.
 	ConflictRecheckPeriod time.Duration
 

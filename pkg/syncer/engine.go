@@ -235,7 +235,7 @@ func (s *Syncer) newControllers() error {
 // stale). The objects listed at start ask for nothing: Run resolves once when they are all listed.
 // EdgeSyncConfigs are watched later, once discovery shows them (watchEdgeSyncConfigs).
 func (s *Syncer) newTriggers() error {
-	s.configInformer = s.upstreamObjects(edgev1.SyncerConfigResource)
+	s.configInformer = s.configObjects(edgev1.SyncerConfigResource)
 	if s.cfg.UpstreamSource == nil {
 		s.upCRDs = apiTrigger(s.cfg.UpstreamDynamic, crdGVR)
 	}
@@ -258,13 +258,14 @@ func (s *Syncer) newTriggers() error {
 	return nil
 }
 
-// upstreamObjects is an informer of every object of an upstream resource the engine reads besides
-// the selected ones (its configs): its own, or its share of the UpstreamSource's.
-func (s *Syncer) upstreamObjects(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
+// configObjects is an informer of the upstream configs of a kind the engine reads (those
+// ConfigSelector matches): its own, or its share of the UpstreamSource's.
+func (s *Syncer) configObjects(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
 	if src := s.cfg.UpstreamSource; src != nil {
-		return s.share(src.Objects(gvr, informermanager.Spec{}))
+		return s.share(src.Objects(gvr, informermanager.Spec{LabelSelector: s.cfg.ConfigSelector}))
 	}
-	return dynamicinformer.NewFilteredDynamicInformer(s.cfg.UpstreamDynamic, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+	return dynamicinformer.NewFilteredDynamicInformer(s.cfg.UpstreamDynamic, gvr, metav1.NamespaceAll, 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.LabelSelector = s.cfg.ConfigSelector }).Informer()
 }
 
 // share remembers a share of a Source's informer, given back when Run is done, and returns its view.
@@ -310,7 +311,7 @@ func (s *Syncer) watchEdgeSyncConfigs(ctx context.Context, served bool) (listed 
 		}
 		return true
 	}
-	inf := s.upstreamObjects(edgev1.EdgeSyncConfigGVR)
+	inf := s.configObjects(edgev1.EdgeSyncConfigGVR)
 	if _, err := inf.AddEventHandler(s.trigger(false, specChanged)); err != nil {
 		logger.Error(err, "Cannot watch EdgeSyncConfigs")
 		return true

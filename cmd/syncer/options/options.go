@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	logsapi "k8s.io/component-base/logs/api/v1"
@@ -52,6 +53,10 @@ type Options struct {
 	// virtual workspace (package mailboxes); --from-kubeconfig then points at the workspace that holds
 	// the APIExportEndpointSlice of this name.
 	APIExportEndpointSlice string
+
+	// SyncerConfigSelector, when set, is a label selector: the syncer reads only the SyncerConfigs
+	// and EdgeSyncConfigs it matches (several mailboxes in one upstream, a config each).
+	SyncerConfigSelector string
 
 	// PrintVersion is --version: print the build's version line and exit.
 	PrintVersion bool
@@ -128,6 +133,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.DiscoveryRefreshPeriod, "discovery-refresh-period", o.DiscoveryRefreshPeriod, "How often discovery is re-read as a safety net for APIs that appear without a CRD; 0 disables it.")
 	fs.DurationVar(&o.ConflictRecheckPeriod, "conflict-recheck-period", o.ConflictRecheckPeriod, "How often an object blocked by an object the syncer does not own (downstream, or upstream for upsync) is looked at again.")
 	fs.StringVar(&o.APIExportEndpointSlice, "apiexport-endpoint-slice", o.APIExportEndpointSlice, "Serve every kcp workspace bound to an APIExport, through its virtual workspace: the name of its APIExportEndpointSlice, in the workspace --from-kubeconfig points at. Each workspace's namespaces land at the edge in namespaces of their own (<namespace>-<10 hex digits>). Empty: one mailbox workspace, the one --from-kubeconfig points at.")
+	fs.StringVar(&o.SyncerConfigSelector, "syncer-config-selector", o.SyncerConfigSelector, "Label selector of the SyncerConfigs (and EdgeSyncConfigs) this syncer reads, merges and writes its heartbeat on, e.g. edge.kubestellar.io/sync-target=edge-1; empty: all of them. Lets several syncers share one upstream, a config each.")
 	fs.BoolVar(&o.PrintVersion, "version", o.PrintVersion, "Print the version, git revision, Go version and platform, and exit.")
 
 	// The names these flags had before they were named as Kubernetes components name them: still
@@ -193,6 +199,9 @@ func (o *Options) Validate() error {
 	}
 	if o.HeartbeatPeriod < 0 {
 		errs = append(errs, "--heartbeat-period must not be negative")
+	}
+	if _, err := labels.Parse(o.SyncerConfigSelector); err != nil {
+		errs = append(errs, fmt.Sprintf("--syncer-config-selector: %v", err))
 	}
 	errs = append(errs, o.validateLogs()...)
 	if len(errs) > 0 {

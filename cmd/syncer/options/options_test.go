@@ -21,6 +21,8 @@ func TestValidateWorkers(t *testing.T) {
 		{args: []string{"--status-workers=0"}, wantErr: "--status-workers must be at least 1 (got 0)"},
 		{args: []string{"--upsync-workers=-2"}, wantErr: "--upsync-workers must be at least 1 (got -2)"},
 		{args: []string{"--workers=0", "--upsync-workers=0"}, wantErr: "--workers must be at least 1 (got 0); --upsync-workers must be at least 1 (got 0)"},
+		{args: []string{"--syncer-config-selector=edge.kubestellar.io/sync-target=edge-1"}},
+		{args: []string{"--syncer-config-selector=a in (b"}, wantErr: "--syncer-config-selector: unable to parse requirement: found '', expected: ',' or ')'"},
 	} {
 		o := NewOptions()
 		fs := pflag.NewFlagSet("syncer", pflag.ContinueOnError)
