@@ -2,6 +2,7 @@ package mailboxes
 
 import (
 	"context"
+	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -139,8 +140,10 @@ func (r *edgeResource) Delete(ctx context.Context, name string, opts metav1.Dele
 	return r.target().Delete(ctx, r.edgeName(name), opts, sub...)
 }
 
-func (r *edgeResource) DeleteCollection(ctx context.Context, opts metav1.DeleteOptions, listOpts metav1.ListOptions) error {
-	return r.target().DeleteCollection(ctx, opts, listOpts)
+// DeleteCollection is refused: at the edge it would reach the edge's own objects and, without a
+// namespace, other workspaces' (the engine deletes one owned object at a time).
+func (r *edgeResource) DeleteCollection(context.Context, metav1.DeleteOptions, metav1.ListOptions) error {
+	return fmt.Errorf("mailboxes: DeleteCollection of %s is not served to a workspace's engine", r.gvr.GroupResource())
 }
 
 func (r *edgeResource) Get(ctx context.Context, name string, opts metav1.GetOptions, sub ...string) (*unstructured.Unstructured, error) {
@@ -188,7 +191,7 @@ func (r *edgeResource) Watch(ctx context.Context, opts metav1.ListOptions) (watc
 	}
 	return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
 		u, ok := e.Object.(*unstructured.Unstructured)
-		if !ok {
+		if !ok || e.Type == watch.Error || u.GetKind() == "Status" {
 			return e, true // bookmarks, errors
 		}
 		if e.Type != watch.Bookmark && !r.sc.matches(u) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kcp-dev/logicalcluster/v3"
@@ -84,7 +85,7 @@ type engine struct {
 	s        *syncer.Syncer
 	cancel   context.CancelFunc
 	done     chan struct{}
-	draining bool
+	draining atomic.Bool
 }
 
 // NewController checks the configuration; it does no API I/O.
@@ -135,10 +136,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	// The edge's Namespaces tell which workspace namespace each mapped one comes from.
 	nsShare := c.downHub.Share(namespacesGVR, informermanager.Spec{}, wholeScope{})
 	defer nsShare.Release()
-	if _, err := nsShare.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	nsReg, err := nsShare.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { c.observeNamespace(obj) },
 		UpdateFunc: func(_, obj interface{}) { c.observeNamespace(obj) },
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
 	bindingsGVR, err := c.bindingsResource()
@@ -157,7 +159,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if !cache.WaitForNamedCacheSync("workspaces", ctx.Done(), nsShare.Informer().HasSynced, c.bindings.HasSynced) {
+	// The namespace handler has seen every edge Namespace (not only the store): the views need them.
+	if !cache.WaitForNamedCacheSync("workspaces", ctx.Done(), nsReg.HasSynced, c.bindings.HasSynced) {
 		return ctx.Err()
 	}
 	if err := c.scanMarked(ctx); err != nil {
@@ -425,17 +428,19 @@ func (c *Controller) reconcile(ctx context.Context, cluster logicalcluster.Name)
 	e := c.engines[cluster]
 	_, marked := c.marked[cluster]
 	c.mu.Unlock()
-	switch decide(present, bound, e != nil, e != nil && e.draining, marked) {
+	switch decide(present, bound, e != nil, e != nil && e.draining.Load(), marked) {
 	case restart: // bound again while draining: a fresh engine takes its objects back
 		logger.Info("Workspace bound again; restarting its engine")
 		c.stop(cluster, e)
-		return c.start(ctx, cluster, false)
+		// What the drain had not deleted yet may be in resources the start-up scan knows nothing of:
+		// the fresh engine scans the edge itself.
+		return c.startEngine(ctx, cluster, false, true)
 	case start:
 		logger.Info("Workspace bound; starting its engine")
 		return c.start(ctx, cluster, false)
 	case drain:
 		logger.Info("Workspace no longer bound; deleting its objects at the edge")
-		e.draining = true
+		e.draining.Store(true)
 		e.s.Drain()
 		c.updateGauges()
 	case checkDrained:
@@ -489,6 +494,12 @@ func decide(present, bound, running, draining, marked bool) action {
 
 // start runs the engine of a workspace (draining from the start when drain).
 func (c *Controller) start(ctx context.Context, cluster logicalcluster.Name, drain bool) error {
+	return c.startEngine(ctx, cluster, drain, false)
+}
+
+// startEngine runs the engine of a workspace; with rescan it looks for its objects at the edge
+// itself instead of taking the start-up scan's findings.
+func (c *Controller) startEngine(ctx context.Context, cluster logicalcluster.Name, drain, rescan bool) error {
 	cfg := c.cfg.Engine
 	cfg.UpstreamDynamic = c.client.Cluster(cluster.Path())
 	cfg.UpstreamDiscovery = c.upDisc
@@ -499,10 +510,12 @@ func (c *Controller) start(ctx context.Context, cluster logicalcluster.Name, dra
 	cfg.DownstreamSource = downSource{hub: c.downHub, cluster: cluster.String(), namespaces: c.namespaces}
 	cfg.Cluster = cluster.String()
 	cfg.Embedded = true
-	c.mu.Lock()
-	owned := c.marked[cluster] // found by the scan at start: the engine does not scan again
-	c.mu.Unlock()
-	cfg.DownstreamOwned = func() map[schema.GroupResource]schema.GroupVersionResource { return owned }
+	if !rescan {
+		c.mu.Lock()
+		owned := c.marked[cluster] // found by the scan at start: the engine does not scan again
+		c.mu.Unlock()
+		cfg.DownstreamOwned = func() map[schema.GroupResource]schema.GroupVersionResource { return owned }
+	}
 	cfg.OnResolved = func() {
 		c.queue.Add(cluster.String())
 		c.updateGauges()
@@ -525,7 +538,8 @@ func (c *Controller) start(ctx context.Context, cluster logicalcluster.Name, dra
 	if drain {
 		s.Drain()
 	}
-	e := &engine{s: s, cancel: cancel, done: make(chan struct{}), draining: drain}
+	e := &engine{s: s, cancel: cancel, done: make(chan struct{})}
+	e.draining.Store(drain)
 	c.mu.Lock()
 	c.engines[cluster] = e
 	c.mu.Unlock()
@@ -619,7 +633,7 @@ func (c *Controller) Ready() error {
 	sort.Strings(names)
 	for _, name := range names {
 		e := engines[logicalcluster.Name(name)]
-		if e.draining {
+		if e.draining.Load() {
 			continue
 		}
 		if err := e.s.Ready(); err != nil {
@@ -655,7 +669,7 @@ func (c *Controller) updateGauges() {
 	c.mu.Lock()
 	syncing, draining := 0, 0
 	for _, e := range c.engines {
-		if e.draining {
+		if e.draining.Load() {
 			draining++
 		} else {
 			syncing++

@@ -2,6 +2,7 @@ package mailboxes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -41,6 +42,17 @@ func newView(inf cache.SharedIndexInformer, sc scope) *view {
 
 // Run does nothing: the hub runs the informer.
 func (v *view) Run(<-chan struct{}) {}
+
+// errShared refuses what only the owner of an informer may set.
+var errShared = errors.New("a workspace's view of a shared informer: its transform and watch error handler are the hub's")
+
+func (v *view) SetWatchErrorHandler(cache.WatchErrorHandler) error { return errShared }
+
+func (v *view) SetWatchErrorHandlerWithContext(cache.WatchErrorHandlerWithContext) error {
+	return errShared
+}
+
+func (v *view) SetTransform(cache.TransformFunc) error { return errShared }
 
 // RunWithContext does nothing: the hub runs the informer.
 func (v *view) RunWithContext(context.Context) {}

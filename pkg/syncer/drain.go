@@ -42,9 +42,11 @@ func (s *Syncer) Drained() bool {
 	return s.downsync.Queue().Len() == 0
 }
 
-// deletable tells whether downsync deletes an edge object of this engine once nothing selects it.
+// deletable tells whether downsync has yet to delete an edge object of this engine once nothing
+// selects it: one it owns (as downsync's delete decides), not kept by its marks, not already going.
 func (s *Syncer) deletable(u *unstructured.Unstructured) bool {
-	return mapping.OwnedDownstream(u) && mapping.OwnerOf(u) == s.ownerLabel && !mapping.CreateOnly(u) && !mapping.KeepOnDelete(u)
+	return mapping.OwnedDownstream(u) && mapping.OwnerOf(u) == s.ownerLabel && mapping.ClusterOf(u) == s.cfg.Cluster &&
+		!mapping.CreateOnly(u) && !mapping.KeepOnDelete(u) && u.GetDeletionTimestamp() == nil
 }
 
 // Rediscover reads both sides' discovery again and resolves: what the engine's own

@@ -69,8 +69,10 @@ type Syncer struct {
 	// discovery), so resolves go on without them rather than wait.
 	edgeConfigsUnlistable atomic.Bool
 	edgeConfigsAbsent     bool // the absence of EdgeSyncConfigs was logged (resolver goroutine)
-	upCRDs                cache.SharedIndexInformer
-	downCRDs              cache.SharedIndexInformer
+	// edgeConfigsShare is the EdgeSyncConfig informer's share of an UpstreamSource (resolver goroutine).
+	edgeConfigsShare informermanager.Shared
+	upCRDs           cache.SharedIndexInformer
+	downCRDs         cache.SharedIndexInformer
 	// bindings watches kcp's APIBindings upstream once discovery shows them (resolver goroutine).
 	bindings atomic.Pointer[schema.GroupVersionResource]
 	triggers sync.WaitGroup // the trigger informers' goroutines
@@ -145,6 +147,7 @@ func New(cfg Config) (*Syncer, error) {
 		return nil, err
 	}
 	if err := s.newTriggers(); err != nil {
+		s.releaseShares()
 		return nil, err
 	}
 	s.resolver = &resolver{
@@ -235,7 +238,7 @@ func (s *Syncer) newControllers() error {
 // stale). The objects listed at start ask for nothing: Run resolves once when they are all listed.
 // EdgeSyncConfigs are watched later, once discovery shows them (watchEdgeSyncConfigs).
 func (s *Syncer) newTriggers() error {
-	s.configInformer = s.configObjects(edgev1.SyncerConfigResource)
+	s.configInformer, _ = s.configObjects(edgev1.SyncerConfigResource)
 	if s.cfg.UpstreamSource == nil {
 		s.upCRDs = apiTrigger(s.cfg.UpstreamDynamic, crdGVR)
 	}
@@ -260,12 +263,13 @@ func (s *Syncer) newTriggers() error {
 
 // configObjects is an informer of the upstream configs of a kind the engine reads (those
 // ConfigSelector matches): its own, or its share of the UpstreamSource's.
-func (s *Syncer) configObjects(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
+func (s *Syncer) configObjects(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, informermanager.Shared) {
 	if src := s.cfg.UpstreamSource; src != nil {
-		return s.share(src.Objects(gvr, informermanager.Spec{LabelSelector: s.cfg.ConfigSelector}))
+		sh := src.Objects(gvr, informermanager.Spec{LabelSelector: s.cfg.ConfigSelector})
+		return s.share(sh), sh
 	}
 	return dynamicinformer.NewFilteredDynamicInformer(s.cfg.UpstreamDynamic, gvr, metav1.NamespaceAll, 0, cache.Indexers{},
-		func(o *metav1.ListOptions) { o.LabelSelector = s.cfg.ConfigSelector }).Informer()
+		func(o *metav1.ListOptions) { o.LabelSelector = s.cfg.ConfigSelector }).Informer(), nil
 }
 
 // share remembers a share of a Source's informer, given back when Run is done, and returns its view.
@@ -302,7 +306,14 @@ func specChanged(oldObj, newObj interface{}) bool {
 func (s *Syncer) watchEdgeSyncConfigs(ctx context.Context, served bool) (listed bool) {
 	logger := klog.FromContext(ctx)
 	if p := s.edgeConfigs.Load(); p != nil {
-		return (*p).HasSynced() || s.edgeConfigsUnlistable.Load()
+		if sh := s.edgeConfigsShare; sh != nil && !s.edgeConfigsUnlistable.Load() {
+			// A shared informer's watch errors are its source's: ask it whether lists are refused.
+			if err := sh.Denied(); err != nil {
+				s.edgeConfigsUnlistable.Store(true)
+				logger.Error(err, "Cannot list EdgeSyncConfigs; going on without them (may the syncer list and watch edgesyncconfigs?)")
+			}
+		}
+		return (*p).HasSynced() || s.edgeConfigsUnlistable.Load() || s.draining.Load()
 	}
 	if !served {
 		if !s.edgeConfigsAbsent {
@@ -311,7 +322,8 @@ func (s *Syncer) watchEdgeSyncConfigs(ctx context.Context, served bool) (listed 
 		}
 		return true
 	}
-	inf := s.configObjects(edgev1.EdgeSyncConfigGVR)
+	inf, sh := s.configObjects(edgev1.EdgeSyncConfigGVR)
+	s.edgeConfigsShare = sh
 	if _, err := inf.AddEventHandler(s.trigger(false, specChanged)); err != nil {
 		logger.Error(err, "Cannot watch EdgeSyncConfigs")
 		return true
@@ -460,6 +472,9 @@ func (s *Syncer) Run(ctx context.Context) error {
 	logger.Info("Waiting for SyncerConfigs and CRDs to be listed")
 	if !s.waitForTriggers(ctx) {
 		s.resolveQueue.ShutDown()
+		for _, q := range []*framework.Queue{s.downsync.Queue(), s.status.Queue(), s.upsync.Queue()} {
+			q.ShutDown() // their workers never ran: nothing else stops their delaying goroutines
+		}
 		return ctx.Err()
 	}
 	var work sync.WaitGroup // everything that reads the informers
