@@ -67,54 +67,31 @@ func (r *edgeResource) edgeName(name string) string {
 	return name
 }
 
-// toEdge is a copy of obj named and marked as at the edge.
+// toEdge is a copy of obj named and marked as at the edge: rename moves its namespace (a
+// Namespace's name), the downsync mark and a Namespace's name label; the workspace's marks are added
+// to what downsync marked.
 func (r *edgeResource) toEdge(obj *unstructured.Unstructured) *unstructured.Unstructured {
-	out := obj.DeepCopy()
 	ns, name := obj.GetNamespace(), obj.GetName()
-	edgeNS, edgeName := "", name
-	upstreamNS := ns
+	edgeNS, edgeName, upstreamNS := "", name, ns
 	switch {
 	case r.sc.isNS:
 		edgeName, upstreamNS = r.c.namespaces.ToEdge(r.c.cluster, name), name
 	case ns != "":
 		edgeNS = r.c.namespaces.ToEdge(r.c.cluster, ns)
 	}
-	if out.GetNamespace() != "" || edgeNS != "" {
-		out.SetNamespace(edgeNS)
-	}
-	out.SetName(edgeName)
-	a := out.GetAnnotations()
-	if a == nil {
-		a = map[string]string{}
-	}
-	if a[mapping.DownsyncedAnnotation] == mapping.Mark(obj.GetKind(), ns, name) {
-		a[mapping.DownsyncedAnnotation] = mapping.Mark(obj.GetKind(), edgeNS, edgeName)
-	}
-	if _, marked := a[mapping.DownsyncedAnnotation]; marked {
+	out := rename(obj, edgeNS, edgeName).DeepCopy()
+	if a := out.GetAnnotations(); a[mapping.DownsyncedAnnotation] != "" {
 		a[mapping.ClusterAnnotation] = r.c.cluster
 		if upstreamNS != "" {
 			a[mapping.UpstreamNamespaceAnnotation] = upstreamNS
 		}
-	}
-	out.SetAnnotations(a)
-	if r.sc.isNS {
-		setNameLabel(out, edgeName) // what the edge's apiserver sets anyway
+		out.SetAnnotations(a)
 	}
 	return out
 }
 
 // nameLabel is the label an apiserver sets on every Namespace to its name.
 const nameLabel = "kubernetes.io/metadata.name"
-
-// setNameLabel sets a Namespace's name label to name when the object carries it.
-func setNameLabel(ns *unstructured.Unstructured, name string) {
-	if l := ns.GetLabels(); l != nil {
-		if _, ok := l[nameLabel]; ok {
-			l[nameLabel] = name
-			ns.SetLabels(l)
-		}
-	}
-}
 
 // fromEdge names an object read from the edge as the engine does.
 func (r *edgeResource) fromEdge(obj *unstructured.Unstructured, err error) (*unstructured.Unstructured, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,7 @@ import (
 
 	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
 
+	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/metrics"
@@ -368,7 +370,7 @@ func (c *Controller) scanMarked(ctx context.Context) error {
 			continue
 		}
 		for _, r := range list.APIResources {
-			if sets.New(r.Verbs...).HasAll("list", "delete") && !containsSlash(r.Name) {
+			if sets.New(r.Verbs...).HasAll("list", "delete") && !strings.Contains(r.Name, "/") {
 				if err := c.scanResource(ctx, gv.WithResource(r.Name), found); err != nil {
 					return err
 				}
@@ -383,15 +385,6 @@ func (c *Controller) scanMarked(ctx context.Context) error {
 	}
 	klog.FromContext(ctx).Info("Found the workspaces with objects at the edge", "workspaces", len(found))
 	return nil
-}
-
-func containsSlash(s string) bool {
-	for _, r := range s {
-		if r == '/' {
-			return true
-		}
-	}
-	return false
 }
 
 func (c *Controller) scanResource(ctx context.Context, gvr schema.GroupVersionResource, found map[logicalcluster.Name]map[schema.GroupResource]schema.GroupVersionResource) error {
@@ -586,20 +579,11 @@ func (c *Controller) stopAll() {
 // refreshDiscovery re-reads both sides' discovery for every engine every period (the engines'
 // DiscoveryRefreshPeriod, which they then do not run themselves): one walk for all of them.
 func (c *Controller) refreshDiscovery(ctx context.Context, period time.Duration) {
-	ticker := time.NewTicker(period)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-		c.upDisc.Invalidate()
-		c.downDisc.Invalidate()
+	framework.Every(ctx, period, func() {
 		for _, e := range c.engineList() {
-			e.s.Rediscover()
+			e.s.Rediscover() // the shared caches too: an engine's invalidation is passed on
 		}
-	}
+	})
 }
 
 // engineList is the engines running now.

@@ -502,18 +502,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 // refreshDiscovery re-reads discovery every period (the first time a period after start), a safety
 // net for APIs that appear without any event the triggers see (aggregated APIs, say).
 func (s *Syncer) refreshDiscovery(ctx context.Context, period time.Duration) {
-	ticker := time.NewTicker(period)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-			s.upDisc.Invalidate()
-			s.downDisc.Invalidate()
-			s.resolveQueue.Add(resolveKey)
-		}
-	}
+	framework.Every(ctx, period, s.Rediscover)
 }
 
 // waitForTriggers waits for the config and CRD informers, saying clearly what is missing while they
