@@ -81,6 +81,8 @@ type entry struct {
 	cancel       context.CancelFunc
 	done         sync.WaitGroup
 	health       Health
+	// earlyDone, when set, tells the handlers that what they kept of the initial list may go.
+	earlyDone func()
 }
 
 // New returns a Manager for one side; nothing runs until Start.
@@ -149,7 +151,13 @@ func (m *Manager) newEntry(gvr schema.GroupVersionResource, spec Spec) *entry {
 		e.informer = e.shared.Informer()
 		return e
 	}
-	e.informer = NewInformer(m.client.Resource(gvr), spec.LabelSelector, &e.health, m.client, gvr.String(),
+	var early func(*unstructured.Unstructured)
+	if eh, ok := m.handlers.(EarlyHandlers); ok {
+		if early = eh.Early(gvr); early != nil {
+			e.earlyDone = func() { eh.EarlyDone(gvr) }
+		}
+	}
+	e.informer = NewInformer(withEarly(m.client.Resource(gvr), early), spec.LabelSelector, &e.health, m.client, gvr.String(),
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		func(lw cache.ListerWatcher, obj runtime.Object, o cache.SharedIndexInformerOptions) cache.SharedIndexInformer {
 			o.ResyncPeriod = m.resync
@@ -195,6 +203,9 @@ func (m *Manager) run(gvr schema.GroupVersionResource, e *entry) {
 		if err == nil && m.handlers != nil {
 			logger.V(2).Info("Informer synced")
 			m.handlers.Synced(gvr)
+			if e.earlyDone != nil {
+				e.earlyDone()
+			}
 		}
 	}()
 	logger.V(2).Info("Started informer")
@@ -204,6 +215,9 @@ func (m *Manager) run(gvr schema.GroupVersionResource, e *entry) {
 func (e *entry) stop() {
 	if e.shared != nil {
 		defer e.shared.Release()
+	}
+	if e.earlyDone != nil {
+		defer e.earlyDone()
 	}
 	if e.cancel == nil {
 		return
