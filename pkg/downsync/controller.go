@@ -230,11 +230,11 @@ func (c *Controller) EnqueueResource(gr schema.GroupResource) {
 }
 
 // enqueueNamespace enqueues the upstream objects in a namespace, for every selected resource (those
-// streamed in early too).
+// streamed in early too), ahead of other keys: they may have waited for the namespace.
 func (c *Controller) enqueueNamespace(namespace string) {
 	c.early.inNamespace(namespace, func(gvr schema.GroupVersionResource, name string) {
 		if r, ok := c.cfg.Selection.Resource(gvr.GroupResource()); ok {
-			c.queue.Add(framework.Key{GVR: r.KeyGVR(), Namespace: namespace, Name: name})
+			c.queue.AddWaited(framework.Key{GVR: r.KeyGVR(), Namespace: namespace, Name: name})
 		}
 	})
 	for _, r := range c.cfg.Selection.NamespacedResources() {
@@ -248,7 +248,7 @@ func (c *Controller) enqueueNamespace(namespace string) {
 		}
 		for _, k := range keys {
 			_, name, _ := cache.SplitMetaNamespaceKey(k)
-			c.queue.Add(framework.Key{GVR: r.KeyGVR(), Namespace: namespace, Name: name})
+			c.queue.AddWaited(framework.Key{GVR: r.KeyGVR(), Namespace: namespace, Name: name})
 		}
 	}
 }
