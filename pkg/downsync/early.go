@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/logging"
+	"github.com/kubestellar/syncer/pkg/selection"
 )
 
 // EarlyLimit is how many upstream objects the controller keeps at most from initial lists still
@@ -91,8 +92,8 @@ func (c *Controller) Early(gvr schema.GroupVersionResource) func(*unstructured.U
 			return // a relist of a synced informer: its events come as usual
 		}
 		r, ok := c.cfg.Selection.Resource(gvr.GroupResource())
-		if !ok || r.Upstream != gvr {
-			return
+		if !ok || r.Upstream != gvr || obj.GetDeletionTimestamp() != nil || !c.cfg.Selection.Matches(selection.ObjectOf(gvr.GroupResource(), obj)) {
+			return // only what may be written counts towards the limit (a shared upstream holds others' objects)
 		}
 		if !c.early.add(gvr, obj) {
 			return

@@ -35,9 +35,11 @@ func TestEarlyObjectsWrittenNeverDeleted(t *testing.T) {
 	early := h.c.Early(cmGVR)
 	early(upCM)
 	early(unselected)
-	if n := h.c.queue.Len(); n != 2 {
-		t.Fatalf("queue holds %d keys after two early objects, want 2", n)
+	if n := h.c.queue.Len(); n != 1 {
+		t.Fatalf("queue holds %d keys after a selected and an unselected early object, want 1", n)
 	}
+	// Kept while selected, say, and deselected since: process must not write it either.
+	h.c.early.add(cmGVR, unselected)
 	for _, k := range []framework.Key{key, {GVR: cmGVR, Namespace: "a", Name: "y"}, {GVR: cmGVR, Namespace: "b", Name: "z"}} {
 		if _, err := h.c.process(ctx, k); err != nil {
 			t.Fatalf("%s: %v", k, err)
@@ -59,6 +61,9 @@ func TestEarlyLimit(t *testing.T) {
 	h := newHarness(t, selecting("a"), nil, objs(nsA))
 	delete(h.upCache, cmGVR)
 	early := h.c.Early(cmGVR)
+	for i := 0; i < EarlyLimit; i++ { // another tenant's objects (namespace b) take no room
+		early(u("v1", "ConfigMap", "b", fmt.Sprintf("cm-%d", i), map[string]interface{}{"k": "v"}))
+	}
 	var first *unstructured.Unstructured
 	for i := 0; i <= EarlyLimit; i++ {
 		o := u("v1", "ConfigMap", "a", fmt.Sprintf("cm-%d", i), map[string]interface{}{"k": "v"})
