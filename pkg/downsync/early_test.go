@@ -97,3 +97,19 @@ func TestEarlyIgnoredOnceSynced(t *testing.T) {
 		t.Errorf("synced informer: kept %d, enqueued %d; want none", h.c.early.n, h.c.queue.Len())
 	}
 }
+
+// TestWaitingObjectEnqueuesItsNamespace: an object whose namespace is not at the edge yet puts the
+// namespace's key in the queue (ahead of others: framework.Queue.AddWaited), so that the namespaces
+// objects wait for are created first.
+func TestWaitingObjectEnqueuesItsNamespace(t *testing.T) {
+	h := newHarness(t, selecting("a"), objs(upCM, nsA), nil)
+	if _, err := h.c.process(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.actions(); len(got) != 0 {
+		t.Errorf("actions %v, want none while the namespace is missing", got)
+	}
+	if n := h.c.queue.Len(); n != 1 {
+		t.Errorf("queue holds %d keys, want the namespace's", n)
+	}
+}

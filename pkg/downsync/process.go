@@ -162,6 +162,7 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 		if err != nil || wait {
 			if wait && !terminating {
 				logger.V(logging.Skip).Info("Waiting for the namespace downstream")
+				c.namespaceWanted(key.Namespace)
 			}
 			return 0, err // the namespace's arrival enqueues this key again
 		}
@@ -382,6 +383,15 @@ func (c *Controller) existing(ctx context.Context, key framework.Key, r Resource
 		return nil, fmt.Errorf("looking for an existing downstream object: %w", err)
 	}
 	return live, nil
+}
+
+// namespaceWanted puts a namespace's key ahead of the others, when downsync looks after Namespaces:
+// an object waits for it (in an initial sync, the namespaces of the objects streamed in first are
+// then created first).
+func (c *Controller) namespaceWanted(namespace string) {
+	if r, ok := c.cfg.Selection.Resource(namespaceGVR.GroupResource()); ok {
+		c.queue.AddWaited(framework.Key{GVR: r.KeyGVR(), Name: namespace})
+	}
 }
 
 // namespaceMissing tells whether a namespaced object must wait for its namespace downstream: it is
