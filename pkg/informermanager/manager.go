@@ -313,49 +313,32 @@ func (m *Manager) Running() []schema.GroupVersionResource {
 func Slim(obj interface{}) (interface{}, error) { return slim(obj) }
 
 // slim is the informers' transform: it drops managedFields (nothing reads them from a cache), and
-// makes every field name of an unstructured object, and every string value of sharedValueLen bytes
-// or more, share one copy with the same string in every other cached object (unique.Make): decoded
-// anew for each object, field names and the marks' label and annotation keys are a good part of a
-// small object's size in the cache, and the edge copy of a synced object repeats its upstream
-// object's values (a ConfigMap's data: once for both caches).
+// makes every field name of an unstructured object share one copy with the same name in every other
+// cached object (unique.Make): decoded anew for each object, field names and the marks' label and
+// annotation keys are a good part of a small object's size in the cache.
 func slim(obj interface{}) (interface{}, error) {
 	if acc, ok := obj.(metav1.Object); ok {
 		acc.SetManagedFields(nil)
 	}
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		intern(u.Object)
+		internKeys(u.Object)
 	}
 	return obj, nil
 }
 
-// sharedValueLen is the length from which string values are shared: below it, the canonical map's
-// entry would cost about as much as the copy it saves.
-const sharedValueLen = 64
-
-// intern replaces the keys of every map in v by their canonical copies, and long string values by
-// theirs; the content is unchanged. Assigning to a key already in a map stores the key given (the
-// runtime updates string keys), so the decoded copy is freed.
-func intern(v interface{}) {
+// internKeys replaces the keys of every map in v by their canonical copies; values are unchanged.
+// Assigning to a key already in a map stores the key given (the runtime updates string keys), so the
+// decoded copy is freed.
+func internKeys(v interface{}) {
 	switch t := v.(type) {
 	case map[string]interface{}:
 		for k, e := range t {
-			t[unique.Make(k).Value()] = internValue(e)
+			internKeys(e)
+			t[unique.Make(k).Value()] = e
 		}
 	case []interface{}:
-		for i, e := range t {
-			t[i] = internValue(e)
+		for _, e := range t {
+			internKeys(e)
 		}
 	}
-}
-
-// internValue interns what v holds and returns the value to store in its place.
-func internValue(v interface{}) interface{} {
-	if s, ok := v.(string); ok {
-		if len(s) >= sharedValueLen {
-			return unique.Make(s).Value()
-		}
-		return s
-	}
-	intern(v)
-	return v
 }
