@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -179,11 +181,16 @@ func percentile(sorted []float64, p float64) float64 {
 
 // ---- objects ----
 
-func payload() string { return strings.Repeat("x", 1024) }
+// payload is 1 KiB of content that differs between objects (as real objects' content does: the
+// syncer's caches share equal strings, so a payload the same for every object would be held once).
+func payload(ns, name string) string {
+	sum := sha256.Sum256([]byte(ns + "/" + name))
+	return strings.Repeat(hex.EncodeToString(sum[:]), 1024/(2*len(sum)))
+}
 
 func configMap(ns, name string, labels map[string]string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap",
-		"data": map[string]interface{}{"payload": payload(), "v": "0"}}}
+		"data": map[string]interface{}{"payload": payload(ns, name), "v": "0"}}}
 	u.SetNamespace(ns)
 	u.SetName(name)
 	u.SetLabels(labels)
