@@ -6,5 +6,5 @@
 // for its goroutines to exit, so that removing a resource leaves nothing behind (the Kubernetes
 // garbage collector leaked handlers here, kubernetes#114066). The manager keeps only what the syncer
 // needs in the caches (managedFields are dropped,
-// and field names are shared between the cached objects). It makes no decisions about what to sync.
+// and field names are shared between objects cached close together). It makes no decisions about what to sync.
 package informermanager

@@ -313,9 +313,11 @@ func (m *Manager) Running() []schema.GroupVersionResource {
 func Slim(obj interface{}) (interface{}, error) { return slim(obj) }
 
 // slim is the informers' transform: it drops managedFields (nothing reads them from a cache), and
-// makes every field name of an unstructured object share one copy with the same name in every other
-// cached object (unique.Make): decoded anew for each object, field names and the marks' label and
-// annotation keys are a good part of a small object's size in the cache.
+// makes every field name of an unstructured object share one copy with the same name in the other
+// cached objects (unique.Make): decoded anew for each object, field names and the marks' label and
+// annotation keys are a good part of a small object's size in the cache. unique keeps its canonical
+// copy only while a Handle to it lives, and none is kept: objects decoded between two garbage
+// collections share their names, a later one may get a new copy (measured, docs/performance.md).
 func slim(obj interface{}) (interface{}, error) {
 	if acc, ok := obj.(metav1.Object); ok {
 		acc.SetManagedFields(nil)
