@@ -97,6 +97,7 @@ type Controller struct {
 	cfg    Config
 	queue  *framework.Queue
 	writes *framework.Writes
+	early  *early
 
 	mu sync.Mutex
 	// terminating are the keys waiting for their namespace to finish terminating at the edge.
@@ -114,7 +115,7 @@ func NewController(cfg Config) (*Controller, error) {
 	if cfg.ConflictRecheckPeriod <= 0 {
 		cfg.ConflictRecheckPeriod = time.Minute
 	}
-	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Downsync, cfg.Metrics, cfg.Recorder), terminating: map[framework.Key]string{}}
+	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Downsync, cfg.Metrics, cfg.Recorder), terminating: map[framework.Key]string{}, early: newEarly()}
 	c.queue = framework.NewQueue(metrics.Downsync, cfg.Metrics.WorkqueueProvider(), c.process)
 	return c, nil
 }
@@ -228,8 +229,14 @@ func (c *Controller) EnqueueResource(gr schema.GroupResource) {
 	}
 }
 
-// enqueueNamespace enqueues the upstream objects in a namespace, for every selected resource.
+// enqueueNamespace enqueues the upstream objects in a namespace, for every selected resource (those
+// streamed in early too), ahead of other keys: they may have waited for the namespace.
 func (c *Controller) enqueueNamespace(namespace string) {
+	c.early.inNamespace(namespace, func(gvr schema.GroupVersionResource, name string) {
+		if r, ok := c.cfg.Selection.Resource(gvr.GroupResource()); ok {
+			c.queue.AddWaited(framework.Key{GVR: r.KeyGVR(), Namespace: namespace, Name: name})
+		}
+	})
 	for _, r := range c.cfg.Selection.NamespacedResources() {
 		inf, ok := c.cfg.UpstreamInformers.Synced(r.Upstream)
 		if !ok {
@@ -241,7 +248,7 @@ func (c *Controller) enqueueNamespace(namespace string) {
 		}
 		for _, k := range keys {
 			_, name, _ := cache.SplitMetaNamespaceKey(k)
-			c.queue.Add(framework.Key{GVR: r.KeyGVR(), Namespace: namespace, Name: name})
+			c.queue.AddWaited(framework.Key{GVR: r.KeyGVR(), Namespace: namespace, Name: name})
 		}
 	}
 }

@@ -43,9 +43,16 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 		return 0, err // not synced: enqueued again when the downstream cache syncs
 	}
 	var upObj *unstructured.Unstructured
+	early := false
 	if !r.Upstream.Empty() {
-		if upObj, synced, err = framework.Cached(c.cfg.UpstreamInformers, r.Upstream, key.Namespace, key.Name); err != nil || !synced {
-			return 0, err // not synced: enqueued again when the upstream cache syncs
+		if upObj, synced, err = framework.Cached(c.cfg.UpstreamInformers, r.Upstream, key.Namespace, key.Name); err != nil {
+			return 0, err
+		}
+		if !synced {
+			if upObj = c.early.get(r.Upstream, key.Namespace, key.Name); upObj == nil {
+				return 0, nil // not synced: enqueued again when the upstream cache syncs
+			}
+			early = true
 		}
 	}
 
@@ -60,6 +67,15 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 		// The apiserver's own object (root CA, default ServiceAccount, token): each side has its own.
 		logger.V(logging.Skip).Info("Not downsyncing an object the apiserver makes itself; name it explicitly to sync it")
 		wanted = false
+	}
+	if early {
+		// Streamed in before the upstream cache synced: written if wanted; anything else (a delete,
+		// the copy a rename replaces) waits for the complete cache, which enqueues the key again.
+		if !wanted {
+			return 0, nil
+		}
+		logger.V(logging.Trace).Info("Writing an object streamed in before the upstream cache synced")
+		return c.apply(ctx, key, r, upObj, downObj)
 	}
 	if wanted {
 		if err := c.deleteUnrenamed(ctx, key, r); err != nil {
@@ -137,15 +153,7 @@ func (c *Controller) delete(ctx context.Context, key framework.Key, r Resource, 
 // apply creates or updates the downstream object of a wanted upstream object.
 func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, upObj, downObj *unstructured.Unstructured) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
-	opts := c.cfg.Mapping
-	opts.KeepOnDelete = !c.cfg.Selection.PropagatesDeletion(selection.ObjectOf(key.GVR.GroupResource(), upObj))
-	opts.Rename = r.Rename
-	desired, err := mapping.ToDownstream(upObj, opts)
-	if err != nil {
-		c.cfg.Metrics.Writes.WithLabelValues(metrics.Downsync, key.GVR.GroupResource().String(), metrics.Error).Inc()
-		logger.Error(err, "Cannot map the upstream object; not retrying until it changes")
-		return 0, nil
-	}
+	// The namespace first: a cheap look at the cache, where mapping the object is not.
 	if r.Namespaced {
 		wait, terminating, err := c.namespaceMissing(key.Namespace)
 		if c.waitingOnTerminating(key, key.Namespace, terminating) {
@@ -154,9 +162,19 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 		if err != nil || wait {
 			if wait && !terminating {
 				logger.V(logging.Skip).Info("Waiting for the namespace downstream")
+				c.namespaceWanted(key.Namespace)
 			}
 			return 0, err // the namespace's arrival enqueues this key again
 		}
+	}
+	opts := c.cfg.Mapping
+	opts.KeepOnDelete = !c.cfg.Selection.PropagatesDeletion(selection.ObjectOf(key.GVR.GroupResource(), upObj))
+	opts.Rename = r.Rename
+	desired, err := mapping.ToDownstream(upObj, opts)
+	if err != nil {
+		c.cfg.Metrics.Writes.WithLabelValues(metrics.Downsync, key.GVR.GroupResource().String(), metrics.Error).Inc()
+		logger.Error(err, "Cannot map the upstream object; not retrying until it changes")
+		return 0, nil
 	}
 	return c.write(ctx, key, r, upObj, desired, downObj, false)
 }
@@ -365,6 +383,15 @@ func (c *Controller) existing(ctx context.Context, key framework.Key, r Resource
 		return nil, fmt.Errorf("looking for an existing downstream object: %w", err)
 	}
 	return live, nil
+}
+
+// namespaceWanted puts a namespace's key ahead of the others, when downsync looks after Namespaces:
+// an object waits for it (in an initial sync, the namespaces of the objects streamed in first are
+// then created first).
+func (c *Controller) namespaceWanted(namespace string) {
+	if r, ok := c.cfg.Selection.Resource(namespaceGVR.GroupResource()); ok {
+		c.queue.AddWaited(framework.Key{GVR: r.KeyGVR(), Name: namespace})
+	}
 }
 
 // namespaceMissing tells whether a namespaced object must wait for its namespace downstream: it is

@@ -29,6 +29,7 @@ const maxFailureLen = 300
 type Queue struct {
 	name    string
 	queue   workqueue.TypedRateLimitingInterface[Key]
+	lanes   *lanes
 	process ProcessFunc
 
 	mu       sync.Mutex
@@ -49,10 +50,13 @@ func NewQueue(name string, provider workqueue.MetricsProvider, process ProcessFu
 		workqueue.NewTypedItemExponentialFailureRateLimiter[Key](20*time.Millisecond, 5*time.Minute),
 		&workqueue.TypedBucketRateLimiter[Key]{Limiter: rate.NewLimiter(rate.Limit(50), 500)},
 	)
+	l := newLanes()
+	q := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[Key]{Name: name, MetricsProvider: provider, Queue: l})
 	return &Queue{
 		name: name,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(rl,
-			workqueue.TypedRateLimitingQueueConfig[Key]{Name: name, MetricsProvider: provider}),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[Key]{Name: name, MetricsProvider: provider,
+			DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[Key]{Name: name, MetricsProvider: provider, Queue: q})}),
+		lanes:    l,
 		process:  process,
 		observed: map[Key]time.Time{},
 		failures: map[Key]string{},
@@ -68,6 +72,14 @@ func (q *Queue) Add(key Key) {
 	}
 	q.mu.Unlock()
 	q.queue.Add(key)
+}
+
+// AddWaited enqueues a key that waited for something that has now happened (its namespace at the
+// edge), ahead of the keys not looked at yet: in an initial sync the objects of the first namespaces
+// created then go before the creation of the other namespaces.
+func (q *Queue) AddWaited(key Key) {
+	q.lanes.markFirst(key)
+	q.Add(key)
 }
 
 // Run starts the workers and blocks until ctx is done and they have exited.

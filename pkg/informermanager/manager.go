@@ -93,6 +93,8 @@ type entry struct {
 	registration cache.ResourceEventHandlerRegistration
 	cancel       context.CancelFunc
 	done         sync.WaitGroup
+	// earlyDone, when set, tells the handlers that what they kept of the initial lists may go.
+	earlyDone func()
 }
 
 // part is one list and watch of a resource: cluster-wide, or in one namespace. It runs in a context
@@ -190,9 +192,15 @@ func (m *Manager) newEntry(gvr schema.GroupVersionResource, spec Spec, prev *ent
 		e.informer = e.shared.Informer()
 		return e
 	}
+	var early func(*unstructured.Unstructured)
+	if eh, ok := m.handlers.(EarlyHandlers); ok {
+		if early = eh.Early(gvr); early != nil {
+			e.earlyDone = func() { eh.EarlyDone(gvr) }
+		}
+	}
 	namespaces := spec.NamespaceList()
 	if namespaces == nil {
-		p := m.newPart(gvr, spec, "")
+		p := m.newPart(gvr, spec, "", early)
 		e.parts, e.owned = map[string]*part{"": p}, map[string]*part{"": p}
 		e.informer = p.informer
 		return e
@@ -202,7 +210,7 @@ func (m *Manager) newEntry(gvr schema.GroupVersionResource, spec Spec, prev *ent
 	for _, ns := range namespaces {
 		p := prev.handOver(ns, spec.LabelSelector)
 		if p == nil {
-			p = m.newPart(gvr, spec, ns)
+			p = m.newPart(gvr, spec, ns, early)
 		}
 		e.parts[ns], e.owned[ns] = p, p
 		informers[ns] = p.informer
@@ -222,8 +230,9 @@ func (e *entry) handOver(namespace, labelSelector string) *part {
 	return p
 }
 
-// newPart makes the informer of a resource in one namespace, or cluster-wide for "".
-func (m *Manager) newPart(gvr schema.GroupVersionResource, spec Spec, namespace string) *part {
+// newPart makes the informer of a resource in one namespace, or cluster-wide for ""; early, if set,
+// is given the objects of its initial lists as they stream in (withEarly).
+func (m *Manager) newPart(gvr schema.GroupVersionResource, spec Spec, namespace string, early func(*unstructured.Unstructured)) *part {
 	p := &part{}
 	var l Lister = m.client.Resource(gvr)
 	description := gvr.String()
@@ -231,7 +240,7 @@ func (m *Manager) newPart(gvr schema.GroupVersionResource, spec Spec, namespace 
 		l = m.client.Resource(gvr).Namespace(namespace)
 		description += " in namespace " + namespace
 	}
-	p.informer = NewInformer(l, spec.LabelSelector, &p.health, m.client, description,
+	p.informer = NewInformer(withEarly(l, early), spec.LabelSelector, &p.health, m.client, description,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		func(lw cache.ListerWatcher, obj runtime.Object, o cache.SharedIndexInformerOptions) cache.SharedIndexInformer {
 			o.ResyncPeriod = m.resync
@@ -312,6 +321,9 @@ func (m *Manager) run(gvr schema.GroupVersionResource, e *entry) {
 		if err == nil && m.handlers != nil {
 			logger.V(2).Info("Informer synced")
 			m.handlers.Synced(gvr)
+			if e.earlyDone != nil {
+				e.earlyDone()
+			}
 		}
 	}()
 	logger.V(2).Info("Started informer")
@@ -322,6 +334,9 @@ func (m *Manager) run(gvr schema.GroupVersionResource, e *entry) {
 func (e *entry) stop() {
 	if e.shared != nil {
 		defer e.shared.Release()
+	}
+	if e.earlyDone != nil {
+		defer e.earlyDone()
 	}
 	if e.cancel == nil {
 		return
@@ -425,32 +440,49 @@ func (m *Manager) Running() []schema.GroupVersionResource {
 func Slim(obj interface{}) (interface{}, error) { return slim(obj) }
 
 // slim is the informers' transform: it drops managedFields (nothing reads them from a cache), and
-// makes every field name of an unstructured object share one copy with the same name in every other
-// cached object (unique.Make): decoded anew for each object, field names and the marks' label and
-// annotation keys are a good part of a small object's size in the cache.
+// makes every field name of an unstructured object, and every string value of sharedValueLen bytes
+// or more, share one copy with the same string in every other cached object (unique.Make): decoded
+// anew for each object, field names and the marks' label and annotation keys are a good part of a
+// small object's size in the cache, and the edge copy of a synced object repeats its upstream
+// object's values (a ConfigMap's data: once for both caches).
 func slim(obj interface{}) (interface{}, error) {
 	if acc, ok := obj.(metav1.Object); ok {
 		acc.SetManagedFields(nil)
 	}
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		internKeys(u.Object)
+		intern(u.Object)
 	}
 	return obj, nil
 }
 
-// internKeys replaces the keys of every map in v by their canonical copies; values are unchanged.
-// Assigning to a key already in a map stores the key given (the runtime updates string keys), so the
-// decoded copy is freed.
-func internKeys(v interface{}) {
+// sharedValueLen is the length from which string values are shared: below it, the canonical map's
+// entry would cost about as much as the copy it saves.
+const sharedValueLen = 64
+
+// intern replaces the keys of every map in v by their canonical copies, and long string values by
+// theirs; the content is unchanged. Assigning to a key already in a map stores the key given (the
+// runtime updates string keys), so the decoded copy is freed.
+func intern(v interface{}) {
 	switch t := v.(type) {
 	case map[string]interface{}:
 		for k, e := range t {
-			internKeys(e)
-			t[unique.Make(k).Value()] = e
+			t[unique.Make(k).Value()] = internValue(e)
 		}
 	case []interface{}:
-		for _, e := range t {
-			internKeys(e)
+		for i, e := range t {
+			t[i] = internValue(e)
 		}
 	}
+}
+
+// internValue interns what v holds and returns the value to store in its place.
+func internValue(v interface{}) interface{} {
+	if s, ok := v.(string); ok {
+		if len(s) >= sharedValueLen {
+			return unique.Make(s).Value()
+		}
+		return s
+	}
+	intern(v)
+	return v
 }

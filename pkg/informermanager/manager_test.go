@@ -205,12 +205,13 @@ func TestRefusedListIsAProblem(t *testing.T) {
 }
 
 // TestSlimSharesFieldNames: the transform leaves an object's content as it was, with field names
-// shared between objects.
+// and long string values shared between objects.
 func TestSlimSharesFieldNames(t *testing.T) {
+	long := strings.Repeat("x", sharedValueLen)
 	decode := func() *unstructured.Unstructured {
 		o := &unstructured.Unstructured{}
 		if err := o.UnmarshalJSON([]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"a",
-			"labels":{"edge.kubestellar.io/owner":"t"},"managedFields":[{"manager":"m"}]},"data":{"k":"v"},"list":[{"name":"n"}]}`)); err != nil {
+			"labels":{"edge.kubestellar.io/owner":"t"},"managedFields":[{"manager":"m"}]},"data":{"k":"short value","long":"` + long + `"},"list":[{"name":"n"},"` + long + `"]}`)); err != nil {
 			t.Fatal(err)
 		}
 		return o
@@ -239,5 +240,20 @@ func TestSlimSharesFieldNames(t *testing.T) {
 	}
 	if ka, kb := keyOf(item(a)), keyOf(item(b)); unsafe.StringData(ka) != unsafe.StringData(kb) {
 		t.Error("a field name in a list is not shared between two objects")
+	}
+	data := func(o interface{}) map[string]interface{} {
+		return o.(*unstructured.Unstructured).Object["data"].(map[string]interface{})
+	}
+	if va, vb := data(a)["long"].(string), data(b)["long"].(string); unsafe.StringData(va) != unsafe.StringData(vb) {
+		t.Error("a long value is not shared between two objects")
+	}
+	if va, vb := data(a)["k"].(string), data(b)["k"].(string); unsafe.StringData(va) == unsafe.StringData(vb) {
+		t.Error("a short value is shared (it should not go through the canonical map)")
+	}
+	list := func(o interface{}) string {
+		return o.(*unstructured.Unstructured).Object["list"].([]interface{})[1].(string)
+	}
+	if unsafe.StringData(list(a)) != unsafe.StringData(list(b)) {
+		t.Error("a long value in a list is not shared between two objects")
 	}
 }

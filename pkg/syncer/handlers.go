@@ -3,6 +3,7 @@ package syncer
 import (
 	"sort"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
@@ -33,6 +34,22 @@ func (h sideHandlers) Synced(gvr schema.GroupVersionResource) {
 		h.s.leftoverMayBeEmpty(gr)
 	} else {
 		h.s.upLeftoverMayBeEmpty(gr)
+	}
+}
+
+// Early passes the upstream objects of a resource's initial list to downsync as they stream in, so
+// that it writes the first ones before the list is complete.
+func (h sideHandlers) Early(gvr schema.GroupVersionResource) func(*unstructured.Unstructured) {
+	if h.downstream {
+		return nil
+	}
+	return h.s.downsync.Early(gvr)
+}
+
+// EarlyDone tells downsync that an upstream resource's informer synced or stopped.
+func (h sideHandlers) EarlyDone(gvr schema.GroupVersionResource) {
+	if !h.downstream {
+		h.s.downsync.EarlyDone(gvr)
 	}
 }
 

@@ -33,6 +33,7 @@ type config struct {
 	out        string
 	repeat     int
 	quick      bool
+	keep       bool
 	scenarios  map[string]bool
 	syncerArgs []string
 	// sizes, if set, are the object counts of the sync and memory scenarios (sync: ConfigMaps only).
@@ -64,6 +65,7 @@ func main() {
 	flag.StringVar(&edges, "edges", "", "Syncer counts of the edges scenario, comma-separated (default 10,50; -quick 3,6).")
 	flag.IntVar(&c.edgeObjects, "edge-objects", 10, "ConfigMaps in each mailbox of the edges scenario.")
 	flag.DurationVar(&c.memoryAge, "memory-age", 0, "How long the memory scenario lets the syncer run once settled before measuring (e.g. 3m: per-key bookkeeping kept for a write-loop window is then gone).")
+	flag.BoolVar(&c.keep, "keep", false, "Keep the working folder (the syncers' and the control plane's logs) after a successful run too.")
 	flag.Parse()
 	c.sizes, c.edges = counts("-sizes", sizes), counts("-edges", edges)
 	if c.edgeObjects <= 0 {
@@ -117,7 +119,7 @@ func run(c config) (err error) {
 		return err
 	}
 	defer func() {
-		if err != nil {
+		if err != nil || c.keep {
 			logf("kept %s: the syncer's and the control plane's logs", dir)
 			return
 		}

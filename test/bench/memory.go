@@ -128,6 +128,9 @@ func (b *bench) measureMemory(ctx context.Context, w workload, profile string) (
 	}
 	out := io.Discard
 	if b.cfg.profiles != "" {
+		if err := os.MkdirAll(b.cfg.profiles, 0o755); err != nil {
+			return 0, 0, err
+		}
 		f, err := os.Create(filepath.Join(b.cfg.profiles, profile))
 		if err != nil {
 			resp.Body.Close()
