@@ -7,4 +7,11 @@
 // garbage collector leaked handlers here, kubernetes#114066). The manager keeps only what the syncer
 // needs in the caches (managedFields are dropped,
 // and field names are shared between objects cached close together). It makes no decisions about what to sync.
+//
+// A resource may be watched in some namespaces only (Spec.Namespaces): the manager then lists and
+// watches each namespace through its namespaced path, one informer each, and shows them to the
+// engine as one informer (its store read by namespace, its handlers added to each, synced once all
+// are). A changed namespace scope keeps the namespaces that stay and starts and stops the others.
+// With a Source (one syncer serving many workspaces) the scope is not passed on: the source's views
+// already show each engine only its own objects.
 package informermanager

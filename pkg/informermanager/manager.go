@@ -23,10 +23,15 @@ import (
 // syncPollPeriod is how often a starting informer is checked for having synced.
 const syncPollPeriod = 5 * time.Millisecond
 
-// Spec says how to watch one resource.
+// Spec says how to watch one resource. It is comparable: a changed Spec is a changed informer.
 type Spec struct {
 	// LabelSelector restricts the informer to matching objects; empty means all.
 	LabelSelector string
+	// Namespaces, when set, restricts the informer to the objects of these namespaces, as
+	// NamespaceScope writes them (sorted names joined by commas): the Manager lists and watches each
+	// namespace through its namespaced path, and shows them as one informer. Empty means
+	// cluster-wide. A Source is never given it (see Source).
+	Namespaces string
 }
 
 // Handlers builds the event handler for a resource's informer, and is told when its cache has synced.
@@ -37,7 +42,10 @@ type Handlers interface {
 
 // Source shares informers among the Managers of several engines (one syncer serving several
 // workspaces): a Manager with a Source runs no informer of its own, it takes a share of the
-// source's, which shows it only its engine's objects.
+// source's, which shows it only its engine's objects. The Manager passes it no namespace scope
+// (Spec.Namespaces): the source's informers are shared by every workspace, each engine's view
+// already shows it only its own objects, and a scope per engine would split one shared informer
+// into one per namespace set.
 type Source interface {
 	// Objects returns a share of the informer of gvr as spec asks, seeing this engine's objects.
 	Objects(gvr schema.GroupVersionResource, spec Spec) Shared
@@ -74,15 +82,29 @@ type Manager struct {
 }
 
 type entry struct {
-	spec         Spec
-	shared       Shared // set when the informer is a share of a Source's
-	informer     cache.SharedIndexInformer
+	spec   Spec
+	shared Shared // set when the informer is a share of a Source's
+	// informer is what consumers see: the one part's informer (cluster-wide), or a namespacedInformer
+	// over the parts (one per namespace), or the share's view.
+	informer cache.SharedIndexInformer
+	// parts are the lists and watches behind informer, by namespace ("" for cluster-wide); owned
+	// are those the entry stops, all of them unless handed over to the entry that replaced it.
+	parts, owned map[string]*part
 	registration cache.ResourceEventHandlerRegistration
 	cancel       context.CancelFunc
 	done         sync.WaitGroup
-	health       Health
-	// earlyDone, when set, tells the handlers that what they kept of the initial list may go.
+	// earlyDone, when set, tells the handlers that what they kept of the initial lists may go.
 	earlyDone func()
+}
+
+// part is one list and watch of a resource: cluster-wide, or in one namespace. It runs in a context
+// of its own, so that an entry replaced by one with a changed namespace scope hands over the parts
+// of the namespaces that stay.
+type part struct {
+	informer cache.SharedIndexInformer
+	health   Health
+	cancel   context.CancelFunc
+	done     chan struct{}
 }
 
 // New returns a Manager for one side; nothing runs until Start.
@@ -110,8 +132,14 @@ func (m *Manager) Start(ctx context.Context) {
 }
 
 // Set makes the running informers exactly those of desired: it starts the missing ones, stops those no
-// longer wanted, and restarts those whose Spec changed. It returns the resources it started. After
-// Stop it does nothing.
+// longer wanted, and replaces those whose Spec changed. It returns the resources it started (the
+// replaced ones among them). After Stop it does nothing.
+//
+// A replaced informer is a new one to its consumers: not synced (Synced says so, and the Handlers
+// are told Synced again) until all its lists are done. A changed label selector lists everything
+// again; a changed namespace scope with the same label selector keeps the lists and watches (and
+// caches) of the namespaces that stay, and starts and stops only those of the namespaces added and
+// removed.
 func (m *Manager) Set(desired map[schema.GroupVersionResource]Spec) []schema.GroupVersionResource {
 	m.mu.Lock()
 	if m.stopped {
@@ -119,9 +147,11 @@ func (m *Manager) Set(desired map[schema.GroupVersionResource]Spec) []schema.Gro
 		return nil
 	}
 	var stopped []*entry
+	replaced := map[schema.GroupVersionResource]*entry{}
 	for gvr, e := range m.informers {
-		if spec, ok := desired[gvr]; !ok || spec.LabelSelector != e.spec.LabelSelector {
+		if spec, ok := desired[gvr]; !ok || m.effective(spec) != e.spec {
 			stopped = append(stopped, e)
+			replaced[gvr] = e
 			delete(m.informers, gvr)
 		}
 	}
@@ -130,7 +160,7 @@ func (m *Manager) Set(desired map[schema.GroupVersionResource]Spec) []schema.Gro
 		if _, ok := m.informers[gvr]; ok {
 			continue
 		}
-		e := m.newEntry(gvr, spec)
+		e := m.newEntry(gvr, m.effective(spec), replaced[gvr])
 		m.informers[gvr] = e
 		if m.ctx != nil {
 			m.run(gvr, e)
@@ -144,7 +174,18 @@ func (m *Manager) Set(desired map[schema.GroupVersionResource]Spec) []schema.Gro
 	return started
 }
 
-func (m *Manager) newEntry(gvr schema.GroupVersionResource, spec Spec) *entry {
+// effective is the Spec the manager runs: without a namespace scope when the informers are a
+// Source's.
+func (m *Manager) effective(spec Spec) Spec {
+	if m.source != nil {
+		spec.Namespaces = ""
+	}
+	return spec
+}
+
+// newEntry makes the entry of a resource; prev, if set, is the entry it replaces, whose parts of
+// the namespaces that stay (with the same label selector) it takes over. m.mu is held.
+func (m *Manager) newEntry(gvr schema.GroupVersionResource, spec Spec, prev *entry) *entry {
 	e := &entry{spec: spec}
 	if m.source != nil {
 		e.shared = m.source.Objects(gvr, spec)
@@ -157,21 +198,99 @@ func (m *Manager) newEntry(gvr schema.GroupVersionResource, spec Spec) *entry {
 			e.earlyDone = func() { eh.EarlyDone(gvr) }
 		}
 	}
-	e.informer = NewInformer(withEarly(m.client.Resource(gvr), early), spec.LabelSelector, &e.health, m.client, gvr.String(),
+	namespaces := spec.NamespaceList()
+	if namespaces == nil {
+		p := m.newPart(gvr, spec, "", early)
+		e.parts, e.owned = map[string]*part{"": p}, map[string]*part{"": p}
+		e.informer = p.informer
+		return e
+	}
+	e.parts, e.owned = map[string]*part{}, map[string]*part{}
+	informers := map[string]cache.SharedIndexInformer{}
+	for _, ns := range namespaces {
+		p := prev.handOver(ns, spec.LabelSelector)
+		if p == nil {
+			p = m.newPart(gvr, spec, ns, early)
+		}
+		e.parts[ns], e.owned[ns] = p, p
+		informers[ns] = p.informer
+	}
+	e.informer = newNamespacedInformer(informers)
+	return e
+}
+
+// handOver gives up the entry's part of a namespace to the entry replacing it, when it lists with
+// the same label selector; nil otherwise (and for a nil entry).
+func (e *entry) handOver(namespace, labelSelector string) *part {
+	if e == nil || e.spec.LabelSelector != labelSelector || e.spec.Namespaces == "" {
+		return nil
+	}
+	p := e.owned[namespace]
+	delete(e.owned, namespace)
+	return p
+}
+
+// newPart makes the informer of a resource in one namespace, or cluster-wide for ""; early, if set,
+// is given the objects of its initial lists as they stream in (withEarly).
+func (m *Manager) newPart(gvr schema.GroupVersionResource, spec Spec, namespace string, early func(*unstructured.Unstructured)) *part {
+	p := &part{}
+	var l Lister = m.client.Resource(gvr)
+	description := gvr.String()
+	if namespace != "" {
+		l = m.client.Resource(gvr).Namespace(namespace)
+		description += " in namespace " + namespace
+	}
+	p.informer = NewInformer(withEarly(l, early), spec.LabelSelector, &p.health, m.client, description,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		func(lw cache.ListerWatcher, obj runtime.Object, o cache.SharedIndexInformerOptions) cache.SharedIndexInformer {
 			o.ResyncPeriod = m.resync
 			return cache.NewSharedIndexInformerWithOptions(lw, obj, o)
 		})
-	return e
+	return p
 }
 
-// deniedNow is the refusal that holds: no list or watch has succeeded since.
+// start runs a part's informer in a context of its own, unless it runs already. m.mu is held.
+func (m *Manager) start(p *part) {
+	if p.cancel != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(m.ctx)
+	p.cancel, p.done = cancel, make(chan struct{})
+	go func() {
+		defer close(p.done)
+		p.informer.Run(ctx.Done())
+	}()
+}
+
+// stop cancels a part's informer and waits for it to exit.
+func (p *part) stop() {
+	if p.cancel == nil {
+		return
+	}
+	p.cancel()
+	<-p.done
+}
+
+// deniedNow is the refusal that holds: no list or watch has succeeded since (the first namespace's,
+// by name, that has one).
 func (e *entry) deniedNow() error {
 	if e.shared != nil {
 		return e.shared.Denied()
 	}
-	return e.health.Denied()
+	namespaces := make([]string, 0, len(e.parts))
+	for ns := range e.parts {
+		namespaces = append(namespaces, ns)
+	}
+	sort.Strings(namespaces)
+	for _, ns := range namespaces {
+		if err := e.parts[ns].health.Denied(); err != nil {
+			if ns != "" {
+				return fmt.Errorf("in namespace %s: %w", ns, err)
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // run starts an entry's informer; m.mu is held.
@@ -179,6 +298,9 @@ func (m *Manager) run(gvr schema.GroupVersionResource, e *entry) {
 	ctx, cancel := context.WithCancel(m.ctx)
 	e.cancel = cancel
 	logger := klog.FromContext(ctx).WithValues("side", m.side, "gvr", gvr.String())
+	if e.spec.Namespaces != "" {
+		logger = logger.WithValues("namespaces", e.spec.Namespaces)
+	}
 	if m.handlers != nil {
 		reg, err := e.informer.AddEventHandler(m.handlers.HandlerFor(gvr))
 		if err != nil {
@@ -186,12 +308,8 @@ func (m *Manager) run(gvr schema.GroupVersionResource, e *entry) {
 		}
 		e.registration = reg
 	}
-	if e.shared == nil {
-		e.done.Add(1)
-		go func() {
-			defer e.done.Done()
-			e.informer.Run(ctx.Done())
-		}()
+	for _, p := range e.parts {
+		m.start(p) // those handed over run already
 	}
 	e.done.Add(1)
 	go func() {
@@ -211,7 +329,8 @@ func (m *Manager) run(gvr schema.GroupVersionResource, e *entry) {
 	logger.V(2).Info("Started informer")
 }
 
-// stop cancels the informer, removes its handler and waits until its goroutines have exited.
+// stop removes the entry's handler, stops the parts it owns and waits until its goroutines have
+// exited.
 func (e *entry) stop() {
 	if e.shared != nil {
 		defer e.shared.Release()
@@ -226,6 +345,9 @@ func (e *entry) stop() {
 		_ = e.informer.RemoveEventHandler(e.registration)
 	}
 	e.cancel()
+	for _, p := range e.owned {
+		p.stop()
+	}
 	e.done.Wait()
 }
 
@@ -295,7 +417,12 @@ func (e *entry) isBroken() bool {
 	if e.shared != nil {
 		return e.shared.Broken()
 	}
-	return e.health.Broken()
+	for _, p := range e.parts {
+		if p.health.Broken() {
+			return true
+		}
+	}
+	return false
 }
 
 // Running lists the resources with a running informer.

@@ -552,6 +552,32 @@ func (s *Selection) Mentions(gr schema.GroupResource, kind string) bool {
 	return direct || any || (kind != "" && byKind)
 }
 
+// NamespacesOf tells which namespaces the selection may select objects of a namespaced resource in
+// (whose objects are of kind, "" when unknown): those that the namespaceScope and namespacedObjects
+// entries selecting it (by its resource, by "*" in its group, or by its kind) name, sorted; all is
+// set instead when one of them names "*". Label and annotation selectors narrow an entry within its
+// namespaces, never beyond them. No namespaces and not all: none of its objects is selected.
+func (s *Selection) NamespacesOf(gr schema.GroupResource, kind string) (namespaces []string, all bool) {
+	if s == nil {
+		return nil, false
+	}
+	named := sets.New[string]()
+	all = s.rules.any(Object{Resource: gr, Kind: kind}, func(r *rule) bool {
+		if _, star := r.objects[wildcard]; r.allNamespaces || star {
+			return true
+		}
+		named.Insert(r.namespaces.UnsortedList()...)
+		for ns := range r.objects {
+			named.Insert(ns)
+		}
+		return false
+	})
+	if all {
+		return nil, true
+	}
+	return sets.List(named), false
+}
+
 // Matches tells whether the object is selected for downsync. It needs no discovery.
 func (s *Selection) Matches(o Object) bool {
 	return s != nil && s.rules.any(o, func(r *rule) bool { return r.matches(o) })

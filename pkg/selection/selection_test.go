@@ -302,3 +302,62 @@ func TestQuietProblemsAreWarnings(t *testing.T) {
 		t.Errorf("named namespaces %v", sel.NamedNamespaces())
 	}
 }
+
+// TestNamespacesOf: the namespaces a resource's objects may be selected in are those its entries
+// name — by resource, "*" of its group, or kind — whatever their selectors; one "*" namespace (in
+// namespaceScope or namespacedObjects) makes it every namespace.
+func TestNamespacesOf(t *testing.T) {
+	cms := edgev1.NamespaceScopeDownsyncResource{GroupResource: gr("", "configmaps"), APIVersion: "v1"}
+	labelled := cms
+	labelled.LabelSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "web"}}
+	secretsByKind := edgev1.NamespaceScopeDownsyncResource{GroupResource: gr("", ""), Kind: "Secret", APIVersion: "v1"}
+	objects := func(resource string, byNS ...edgev1.NamespaceAndNames) edgev1.SyncerConfigSpec {
+		return edgev1.SyncerConfigSpec{NamespacedObjects: []edgev1.NamespaceScopeDownsyncObjects{
+			{GroupResource: gr("apps", resource), APIVersion: "v1", ObjectsByNamespace: byNS}}}
+	}
+	scope := func(namespaces []string, rs ...edgev1.NamespaceScopeDownsyncResource) edgev1.SyncerConfigSpec {
+		return edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: namespaces, Resources: rs}}
+	}
+	secrets := schema.GroupResource{Resource: "secrets"}
+	for _, tc := range []struct {
+		name    string
+		configs []*edgev1.SyncerConfig
+		gr      schema.GroupResource
+		kind    string
+		want    []string
+		all     bool
+	}{
+		{"one config", []*edgev1.SyncerConfig{cfg("a", scope([]string{"b", "a"}, cms))}, configMaps, "ConfigMap", []string{"a", "b"}, false},
+		{"two configs merged", []*edgev1.SyncerConfig{cfg("a", scope([]string{"a"}, cms)), cfg("b", scope([]string{"b"}, labelled))},
+			configMaps, "ConfigMap", []string{"a", "b"}, false},
+		{"a selector does not widen", []*edgev1.SyncerConfig{cfg("a", scope([]string{"x"}, labelled))}, configMaps, "ConfigMap", []string{"x"}, false},
+		{"wildcard namespace", []*edgev1.SyncerConfig{cfg("a", scope([]string{"a"}, cms)), cfg("b", scope([]string{"*"}, labelled))},
+			configMaps, "ConfigMap", nil, true},
+		{"another resource's namespaces do not count", []*edgev1.SyncerConfig{cfg("a", scope([]string{"a"}, cms)), cfg("b", scope([]string{"*"}, secretsByKind))},
+			configMaps, "ConfigMap", []string{"a"}, false},
+		{"by kind", []*edgev1.SyncerConfig{cfg("a", scope([]string{"s"}, secretsByKind)), cfg("b", scope([]string{"c"}, cms))}, secrets, "Secret", []string{"s"}, false},
+		{"objects by namespace", []*edgev1.SyncerConfig{cfg("a", objects("deployments",
+			edgev1.NamespaceAndNames{Namespace: "web", Names: []string{"front"}},
+			edgev1.NamespaceAndNames{Namespace: "none", Names: []string{}}))}, deployments, "Deployment", []string{"web"}, false},
+		{"objects in every namespace", []*edgev1.SyncerConfig{cfg("a", objects("deployments",
+			edgev1.NamespaceAndNames{Namespace: "*", Names: []string{"front"}}))}, deployments, "Deployment", nil, true},
+		{"wildcard resource of the group", []*edgev1.SyncerConfig{cfg("a", objects("*",
+			edgev1.NamespaceAndNames{Namespace: "ops", Names: []string{"*"}})), cfg("b", objects("deployments",
+			edgev1.NamespaceAndNames{Namespace: "web", Names: []string{"front"}}))}, deployments, "Deployment", []string{"ops", "web"}, false},
+		{"not selected", []*edgev1.SyncerConfig{cfg("a", scope([]string{"a"}, cms))}, secrets, "Secret", []string{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sel, problems := Merge(tc.configs)
+			if len(problems) != 0 {
+				t.Fatalf("problems: %v", problems)
+			}
+			got, all := sel.NamespacesOf(tc.gr, tc.kind)
+			if all != tc.all || strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("NamespacesOf(%s) = %q, all %v; want %q, all %v", tc.gr, got, all, tc.want, tc.all)
+			}
+		})
+	}
+	if got, all := (*Selection)(nil).NamespacesOf(configMaps, "ConfigMap"); got != nil || all {
+		t.Errorf("nil selection: %q, %v", got, all)
+	}
+}

@@ -189,14 +189,15 @@ func resolveSelection(sel *selection.Selection, old *snapshot, up, down side) *s
 
 // informerSpecs are the informers a snapshot needs on each side. Downstream: every Namespace (objects
 // wait for theirs), and the owned objects of selected and leftover resources. Upstream: every object
-// of selected resources. Upsync sees every edge object of its resources and every upstream one (to
-// find conflicts); upsync leftovers only this syncer's copies.
+// of selected resources, in the namespaces the selection names for them when it names some
+// (upstreamScope). Upsync sees every edge object of its resources and every upstream one (to find
+// conflicts); upsync leftovers only this syncer's copies, which may be in any namespace.
 func informerSpecs(s *snapshot, ownerLabel string) (up, down map[schema.GroupVersionResource]informermanager.Spec) {
 	up = map[schema.GroupVersionResource]informermanager.Spec{}
 	down = map[schema.GroupVersionResource]informermanager.Spec{namespaceGVR: {}}
 	owned := informermanager.Spec{LabelSelector: mapping.OwnerLabel + "=" + ownerLabel}
 	for _, r := range s.resources {
-		up[r.Upstream.GVR] = informermanager.Spec{}
+		up[r.Upstream.GVR] = informermanager.Spec{Namespaces: upstreamScope(s.selection, r)}
 		if r.ServedDownstream() && r.Downstream.GVR != namespaceGVR {
 			down[r.Downstream.GVR] = owned
 		}
@@ -211,11 +212,29 @@ func informerSpecs(s *snapshot, ownerLabel string) (up, down map[schema.GroupVer
 		down[r.Downstream.GVR] = informermanager.Spec{}
 	}
 	for _, gvr := range s.upLeftovers {
-		if _, ok := up[gvr]; !ok {
+		if spec, ok := up[gvr]; !ok {
 			up[gvr] = informermanager.Spec{LabelSelector: mapping.UpsyncOwnerLabel + "=" + ownerLabel}
+		} else if spec.Namespaces != "" {
+			up[gvr] = informermanager.Spec{} // the copies to delete may be outside the downsynced namespaces
 		}
 	}
 	return up, down
+}
+
+// upstreamScope is the namespace scope of a downsynced resource's upstream informer: the namespaces
+// the selection names for it, when every entry selecting it names its namespaces; "" (cluster-wide)
+// when one names "*", when none names any, and for cluster-scoped resources (Namespaces among them).
+// Objects outside those namespaces are not selected, so the informer need not see them, and the
+// syncer may be granted the resource in those namespaces only.
+func upstreamScope(sel *selection.Selection, r *selection.Resource) string {
+	if !r.Upstream.Namespaced {
+		return ""
+	}
+	namespaces, all := sel.NamespacesOf(r.Upstream.GVR.GroupResource(), r.Upstream.Kind)
+	if all {
+		return ""
+	}
+	return informermanager.NamespaceScope(namespaces)
 }
 
 // logProblems logs the problems at level 0 when they differ from those logged last.

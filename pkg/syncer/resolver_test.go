@@ -193,7 +193,7 @@ func TestResolverFollowsConfigs(t *testing.T) {
 	if diff := cmp.Diff(wantDown, b.down.specs); diff != "" {
 		t.Errorf("added: downstream informers (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[schema.GroupVersionResource]informermanager.Spec{namespaceGVR: {}, cmGVR: {}}, b.up.specs); diff != "" {
+	if diff := cmp.Diff(map[schema.GroupVersionResource]informermanager.Spec{namespaceGVR: {}, cmGVR: {Namespaces: "demo"}}, b.up.specs); diff != "" {
 		t.Errorf("added: upstream informers (-want +got):\n%s", diff)
 	}
 
@@ -364,5 +364,57 @@ func TestResolverReadsEdgeSyncConfigs(t *testing.T) {
 	}
 	if keys(s.resources)[0] != "configmaps" {
 		t.Errorf("resources %v", keys(s.resources))
+	}
+}
+
+// TestResolverScopesUpstreamInformers: a downsynced resource's upstream informer watches the
+// namespaces the configs name for it when every entry selecting it names namespaces; a "*"
+// namespace, a cluster-scoped resource, the Namespaces themselves, upsync of the resource and
+// upsync leftovers in it make it cluster-wide.
+func TestResolverScopesUpstreamInformers(t *testing.T) {
+	b := newBed()
+	b.upDisc.widgets, b.downDisc.widgets = true, true
+	upsync := map[string]interface{}{"apiGroup": "", "resources": []interface{}{"configmaps"}, "namespaces": []interface{}{"edge"}, "names": []interface{}{"*"}}
+	withUpsync := namespaceScope([]interface{}{"demo"}, "configmaps")
+	withUpsync["upsync"] = []interface{}{upsync}
+	steps := []struct {
+		name    string
+		configs []*unstructured.Unstructured
+		want    map[schema.GroupVersionResource]informermanager.Spec
+	}{
+		{"two configs, their namespaces merged", []*unstructured.Unstructured{
+			syncerConfig("a", namespaceScope([]interface{}{"demo", "b"}, "configmaps")),
+			syncerConfig("b", namespaceScope([]interface{}{"a"}, "configmaps", "secrets")),
+			syncerConfig("w", clusterScope("example.com", "widgets")),
+		}, map[schema.GroupVersionResource]informermanager.Spec{
+			namespaceGVR: {}, widgetGVR: {}, cmGVR: {Namespaces: "a,b,demo"}, secretGVR: {Namespaces: "a"},
+		}},
+		{"a config naming every namespace", []*unstructured.Unstructured{
+			syncerConfig("a", namespaceScope([]interface{}{"demo"}, "configmaps")),
+			syncerConfig("b", namespaceScope([]interface{}{"*"}, "secrets")),
+		}, map[schema.GroupVersionResource]informermanager.Spec{
+			namespaceGVR: {}, cmGVR: {Namespaces: "demo"}, secretGVR: {},
+		}},
+		{"upsync of the resource", []*unstructured.Unstructured{syncerConfig("a", withUpsync)},
+			map[schema.GroupVersionResource]informermanager.Spec{namespaceGVR: {}, cmGVR: {}}},
+		// Upsync gone: the copies it made upstream are to be deleted wherever they are.
+		{"upsync leftovers in the resource", []*unstructured.Unstructured{syncerConfig("a", namespaceScope([]interface{}{"demo"}, "configmaps"))},
+			map[schema.GroupVersionResource]informermanager.Spec{namespaceGVR: {}, cmGVR: {}}},
+	}
+	for _, step := range steps {
+		b.configs = step.configs
+		b.resolve(t)
+		if diff := cmp.Diff(step.want, b.up.specs); diff != "" {
+			t.Errorf("%s: upstream informers (-want +got):\n%s", step.name, diff)
+		}
+	}
+	// The upstream cache shows no copy of this syncer's any more: the informer is scoped again.
+	b.up.caches[cmGVR] = fakeinformers.With()
+	s := b.resolve(t)
+	if len(s.upLeftovers) != 0 {
+		t.Errorf("upsync leftovers %v", keys(s.upLeftovers))
+	}
+	if diff := cmp.Diff(map[schema.GroupVersionResource]informermanager.Spec{namespaceGVR: {}, cmGVR: {Namespaces: "demo"}}, b.up.specs); diff != "" {
+		t.Errorf("upsync leftovers gone: upstream informers (-want +got):\n%s", diff)
 	}
 }

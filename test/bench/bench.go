@@ -528,13 +528,14 @@ func apiserverMetrics(ctx context.Context, s *side) (map[string]float64, error) 
 
 // syncerConfig creates or replaces the one SyncerConfig the bench uses.
 func (b *bench) syncerConfig(ctx context.Context, spec map[string]interface{}) error {
-	return b.syncerConfigNamed(ctx, "bench", spec)
+	return b.syncerConfigNamed(ctx, "bench", nil, spec)
 }
 
-// syncerConfigNamed creates or replaces the SyncerConfig name.
-func (b *bench) syncerConfigNamed(ctx context.Context, name string, spec map[string]interface{}) error {
+// syncerConfigNamed creates or replaces the SyncerConfig name, with labels.
+func (b *bench) syncerConfigNamed(ctx context.Context, name string, labels map[string]string, spec map[string]interface{}) error {
 	obj := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "edge.kubestellar.io/v2alpha1", "kind": "SyncerConfig", "spec": spec}}
 	obj.SetName(name)
+	obj.SetLabels(labels)
 	cur, err := b.up.dyn.Resource(gvrSyncerConfig).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = b.up.dyn.Resource(gvrSyncerConfig).Create(ctx, obj, metav1.CreateOptions{})

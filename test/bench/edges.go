@@ -36,39 +36,37 @@ import (
 // measures what they cost the upstream: its CPU (from /proc), RSS, requests per minute and open
 // watches, idle and under change (one update per second per edge).
 //
-// A syncer reads every SyncerConfig of its upstream and merges them into one selection (and writes
-// its heartbeat on each), so N syncers on one kube-apiserver would each sync every mailbox. Each
-// syncer therefore reaches the upstream through a small proxy that adds
-// fieldSelector=metadata.name=<its sync target> to its SyncerConfig LIST and WATCH: the apiserver
-// serves that watch as it serves any (one watch per syncer, filtered in its watch cache), and the
-// syncer sees only its own config, as it would in a mailbox workspace of its own. Nothing else
-// upstream is changed by default: its ConfigMap informer stays cluster-wide, as the syncer makes it,
-// so every change in any mailbox is sent to every syncer. With -edges-scoped the proxy also turns
-// the cluster-wide ConfigMap LIST and WATCH into ones of the syncer's own namespace, to measure what
-// namespace-scoped upstream informers (or a kcp workspace per mailbox) would cost instead.
+// Each syncer reads only its own SyncerConfig (labelled with its sync target's name, and
+// --syncer-config-selector on that label), and its ConfigMap informer watches only its mailbox's
+// namespace (the syncer scopes an upstream informer to the namespaces its configs name), so a
+// change in a mailbox is sent to that mailbox's syncer only. Each syncer reaches the upstream
+// directly, with the apiserver's administrator's kubeconfig.
 //
-// Each syncer also reaches the shared edge through a proxy, which shows it only its own Namespace.
-// It was added when syncers deleted each other's namespaces on a shared edge (fixed since: downsync
-// no longer deletes a marked object labelled for another sync target), and kept so that the figures
+// Each syncer reaches the shared edge through a proxy, which shows it only its own Namespace. It
+// was added when syncers deleted each other's namespaces on a shared edge (fixed since: downsync no
+// longer deletes a marked object labelled for another sync target), and kept so that the figures
 // stay comparable: the edge is not what this scenario measures.
+//
+// Until the syncer scoped its informers and had --syncer-config-selector, an upstream proxy did
+// both for it (rewriting the SyncerConfig LIST and WATCH to the config of its name and, with
+// -edges-scoped, the cluster-wide ConfigMap LIST and WATCH to its namespace); the cluster-wide
+// figures of docs/performance.md were measured so.
+
+// mailboxLabel labels each mailbox's SyncerConfig with its sync target's name: its syncer's
+// --syncer-config-selector.
+const mailboxLabel = "bench.kubestellar.io/mailbox"
 
 // mailbox is one edge's share of the shared upstream.
 type mailbox struct {
 	target    string // the sync target: also the name of its SyncerConfig
 	namespace string
-	// upProxy and downProxy are how its syncer reaches the upstream and the shared edge.
-	upProxy, downProxy *mailboxProxy
-	syncer             *syncerProc
+	// downProxy is how its syncer reaches the shared edge.
+	downProxy *mailboxProxy
+	syncer    *syncerProc
 }
 
 func newMailbox(i int) *mailbox {
 	return &mailbox{target: fmt.Sprintf("edge-%04d", i), namespace: fmt.Sprintf("mailbox-%04d", i)}
-}
-
-// edgesMode is how the proxies present the upstream.
-type edgesMode struct {
-	label  string
-	scoped bool
 }
 
 func (b *bench) edges(ctx context.Context) error {
@@ -86,10 +84,6 @@ func (b *bench) edges(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("no upstream kube-apiserver process")
 	}
-	modes := []edgesMode{{"cluster-wide upstream informers (the syncer as it is)", false}}
-	if b.cfg.edgesScoped {
-		modes = append(modes, edgesMode{"namespace-scoped upstream informers (through the proxy)", true})
-	}
 	logf("edges: emptying the upstream of ConfigMaps (it holds only the mailboxes)")
 	if err := clearConfigMaps(ctx, b.up); err != nil {
 		return err
@@ -102,15 +96,13 @@ func (b *bench) edges(ctx context.Context) error {
 			if err := w.create(ctx, b.up, nil); err != nil {
 				return err
 			}
-			if err := b.syncerConfigNamed(ctx, box.target, nsScope(w.namespaces, resourceOf(gvrConfigMaps))); err != nil {
+			if err := b.syncerConfigNamed(ctx, box.target, map[string]string{mailboxLabel: box.target}, nsScope(w.namespaces, resourceOf(gvrConfigMaps))); err != nil {
 				return err
 			}
 			boxes = append(boxes, box)
 		}
-		for _, m := range modes {
-			if err := b.measureEdges(ctx, pid, boxes[:n], perBox, m); err != nil {
-				return err
-			}
+		if err := b.measureEdges(ctx, pid, boxes[:n], perBox); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -119,9 +111,9 @@ func (b *bench) edges(ctx context.Context) error {
 // measureEdges measures the upstream without syncers, then starts one syncer per mailbox, waits
 // until every edge has its objects and the syncers have settled, and measures the idle and the
 // change windows; it stops the syncers and deletes their objects at the edge.
-func (b *bench) measureEdges(ctx context.Context, pid int, boxes []*mailbox, perBox int, mode edgesMode) (err error) {
+func (b *bench) measureEdges(ctx context.Context, pid int, boxes []*mailbox, perBox int) (err error) {
 	n := len(boxes)
-	label := fmt.Sprintf("edges: %d syncers, one upstream, %d ConfigMaps each, %s", n, perBox, mode.label)
+	label := fmt.Sprintf("edges: %d syncers, one upstream, %d ConfigMaps each, namespace-scoped upstream informers (the syncer as it is)", n, perBox)
 	window := b.idleWindow()
 	var namespaces []string
 	for _, box := range boxes {
@@ -154,17 +146,13 @@ func (b *bench) measureEdges(ctx context.Context, pid int, boxes []*mailbox, per
 	logf("%s: starting the syncers", label)
 	start := time.Now()
 	for _, box := range boxes {
-		if box.upProxy, err = startMailboxProxy(b.up.cfg, filepath.Join(b.dir, box.target+"-up.kubeconfig"),
-			func(u *url.URL) { rewriteUpstream(u, box.target, box.namespace, mode.scoped) }); err != nil {
-			return err
-		}
 		if box.downProxy, err = startMailboxProxy(b.down.cfg, filepath.Join(b.dir, box.target+"-down.kubeconfig"),
 			func(u *url.URL) { rewriteDownstream(u, box.namespace) }); err != nil {
 			return err
 		}
-		if box.syncer, err = b.startSyncer("--from-kubeconfig="+box.upProxy.kubeconfig, "--to-kubeconfig="+box.downProxy.kubeconfig,
-			"--sync-target-name="+box.target,
-			"--sync-target-uid="+box.target); err != nil {
+		if box.syncer, err = b.startSyncer("--to-kubeconfig="+box.downProxy.kubeconfig,
+			"--sync-target-name="+box.target, "--sync-target-uid="+box.target,
+			"--syncer-config-selector="+mailboxLabel+"="+box.target); err != nil {
 			return fmt.Errorf("syncer %s: %w", box.target, err)
 		}
 	}
@@ -272,11 +260,9 @@ func (b *bench) stopEdges(boxes []*mailbox) {
 	}
 	wg.Wait()
 	for _, box := range boxes {
-		for _, p := range []**mailboxProxy{&box.upProxy, &box.downProxy} {
-			if *p != nil {
-				_ = (*p).srv.Close()
-				*p = nil
-			}
+		if box.downProxy != nil {
+			_ = box.downProxy.srv.Close()
+			box.downProxy = nil
 		}
 	}
 }
@@ -453,9 +439,6 @@ func watchNote(costs []edgeCost, base edgeCost, n int) string {
 
 // ---- the mailbox proxy ----
 
-// syncerConfigsPath is the collection of SyncerConfigs, which the syncer lists and watches.
-var syncerConfigsPath = "/apis/" + gvrSyncerConfig.Group + "/" + gvrSyncerConfig.Version + "/" + gvrSyncerConfig.Resource
-
 // mailboxProxy is an HTTP proxy in front of an apiserver for one syncer: it authenticates as the
 // apiserver's administrator over its own connection (HTTP/2, as a syncer's client would), streams
 // watches as they come, and rewrites the syncer's requests with rewrite.
@@ -498,19 +481,6 @@ func startMailboxProxy(cfg *rest.Config, kubeconfig string, rewrite func(*url.UR
 		return nil, err
 	}
 	return p, nil
-}
-
-// rewriteUpstream narrows a syncer's upstream requests to its mailbox: its SyncerConfig LIST and
-// WATCH to the config of its name and, when scoped, its cluster-wide ConfigMap LIST and WATCH to its
-// namespace. Other requests pass unchanged.
-func rewriteUpstream(u *url.URL, config, namespace string, scoped bool) {
-	switch {
-	case u.Path == syncerConfigsPath:
-		setFieldSelector(u, "metadata.name="+config)
-	case scoped && u.Path == "/api/v1/configmaps":
-		u.Path = "/api/v1/namespaces/" + namespace + "/configmaps"
-		u.RawPath = ""
-	}
 }
 
 // rewriteDownstream narrows a syncer's Namespace LIST and WATCH at the shared edge to its own

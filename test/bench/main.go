@@ -42,11 +42,9 @@ type config struct {
 	profiles string
 	// memoryAge is how long the memory scenario lets a filled syncer run before measuring.
 	memoryAge time.Duration
-	// edges are the syncer counts of the edges scenario; edgeObjects the ConfigMaps in each mailbox;
-	// edgesScoped also measures namespace-scoped upstream informers (through the mailbox proxy).
+	// edges are the syncer counts of the edges scenario; edgeObjects the ConfigMaps in each mailbox.
 	edges       []int
 	edgeObjects int
-	edgesScoped bool
 }
 
 func main() {
@@ -66,7 +64,6 @@ func main() {
 	var edges string
 	flag.StringVar(&edges, "edges", "", "Syncer counts of the edges scenario, comma-separated (default 10,50; -quick 3,6).")
 	flag.IntVar(&c.edgeObjects, "edge-objects", 10, "ConfigMaps in each mailbox of the edges scenario.")
-	flag.BoolVar(&c.edgesScoped, "edges-scoped", false, "The edges scenario also measures namespace-scoped upstream informers (the mailbox proxy scopes each syncer's ConfigMap watch to its namespace).")
 	flag.DurationVar(&c.memoryAge, "memory-age", 0, "How long the memory scenario lets the syncer run once settled before measuring (e.g. 3m: per-key bookkeeping kept for a write-loop window is then gone).")
 	flag.BoolVar(&c.keep, "keep", false, "Keep the working folder (the syncers' and the control plane's logs) after a successful run too.")
 	flag.Parse()
@@ -194,7 +191,6 @@ func header(c config) map[string]string {
 		"memoryAge":   c.memoryAge.String(),
 		"edges":       fmt.Sprint(c.edges),
 		"edgeObjects": fmt.Sprint(c.edgeObjects),
-		"edgesScoped": fmt.Sprint(c.edgesScoped),
 	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
