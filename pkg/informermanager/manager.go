@@ -95,6 +95,8 @@ type entry struct {
 	done         sync.WaitGroup
 	// earlyDone, when set, tells the handlers that what they kept of the initial lists may go.
 	earlyDone func()
+	// held: Set will stop or replace the entry (Hold); until then it does not count as synced.
+	held bool
 }
 
 // part is one list and watch of a resource: cluster-wide, or in one namespace. It runs in a context
@@ -376,11 +378,28 @@ func (m *Manager) Informer(gvr schema.GroupVersionResource) (cache.SharedIndexIn
 
 // Synced returns the informer of a resource when it runs and its cache has synced.
 func (m *Manager) Synced(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, bool) {
-	inf, ok := m.Informer(gvr)
-	if !ok || !inf.HasSynced() {
+	m.mu.Lock()
+	e, ok := m.informers[gvr]
+	ok = ok && !e.held
+	m.mu.Unlock()
+	if !ok || !e.informer.HasSynced() {
 		return nil, false
 	}
-	return inf, true
+	return e.informer, true
+}
+
+// Hold makes the informers that Set(desired) will stop or replace count as not synced until then.
+// The engine calls it before it publishes a new selection and then calls Set, so that nothing reads
+// the new selection against an informer of the old scope: objects in a namespace just added to an
+// upstream informer's scope would look absent upstream, and their edge copies unwanted.
+func (m *Manager) Hold(desired map[schema.GroupVersionResource]Spec) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for gvr, e := range m.informers {
+		if spec, ok := desired[gvr]; !ok || m.effective(spec) != e.spec {
+			e.held = true
+		}
+	}
 }
 
 // Problems are the informers whose list or watch the apiserver refuses now (forbidden,

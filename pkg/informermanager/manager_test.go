@@ -241,3 +241,33 @@ func TestSlimSharesFieldNames(t *testing.T) {
 		t.Error("a field name in a list is not shared between two objects")
 	}
 }
+
+// TestHold: an informer that Set will replace (its scope changes) or stop stops counting as synced
+// at Hold; one that stays as it is does not.
+func TestHold(t *testing.T) {
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(),
+		map[schema.GroupVersionResource]string{cms: "ConfigMapList", sec: "SecretList"}, cm("a", "one"))
+	rec := &recorder{events: map[schema.GroupVersionResource]int{}, synced: map[schema.GroupVersionResource]int{}}
+	m := New("test", client, rec, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m.Start(ctx)
+	defer m.Stop()
+	m.Set(map[schema.GroupVersionResource]Spec{cms: {}, sec: {}})
+	waitFor(t, "sync", func() bool { _, a := m.Synced(cms); _, b := m.Synced(sec); return a && b })
+
+	next := map[schema.GroupVersionResource]Spec{cms: {Namespaces: NamespaceScope([]string{"a"})}}
+	m.Hold(next)
+	if _, ok := m.Synced(cms); ok {
+		t.Error("an informer whose scope changes still counts as synced after Hold")
+	}
+	if _, ok := m.Synced(sec); ok {
+		t.Error("an informer Set will stop still counts as synced after Hold")
+	}
+	m.Set(next)
+	waitFor(t, "the scoped informer's sync", func() bool { _, ok := m.Synced(cms); return ok })
+	m.Hold(next)
+	if _, ok := m.Synced(cms); !ok {
+		t.Error("Hold with the running specs made an informer look not synced")
+	}
+}

@@ -35,6 +35,7 @@ type discoverer interface {
 
 // informerSet is one side's informer manager as the resolver sees it.
 type informerSet interface {
+	Hold(desired map[schema.GroupVersionResource]informermanager.Spec)
 	Set(desired map[schema.GroupVersionResource]informermanager.Spec) []schema.GroupVersionResource
 	Synced(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, bool)
 }
@@ -103,8 +104,13 @@ func (r *resolver) resolve(ctx context.Context, old *snapshot) (*snapshot, error
 	if next.upLeftovers, err = r.findUpsyncLeftovers(ctx, old, up, next.upsync); err != nil {
 		return nil, err
 	}
-	r.publish(next)
+	// The informers the new snapshot changes stop counting as synced before it is published (a
+	// widened scope read through the old informer would show the added namespaces empty); the
+	// snapshot is published before new informers start, so that their first events see it.
 	upSpecs, downSpecs := informerSpecs(next, r.ownerLabel)
+	r.up.Hold(upSpecs)
+	r.down.Hold(downSpecs)
+	r.publish(next)
 	r.up.Set(upSpecs)
 	r.down.Set(downSpecs)
 	r.logProblems(ctx, next.problems)

@@ -74,6 +74,8 @@ type fakeInformers struct {
 	caches fakeinformers.Informers
 }
 
+func (f *fakeInformers) Hold(map[schema.GroupVersionResource]informermanager.Spec) {}
+
 func (f *fakeInformers) Set(desired map[schema.GroupVersionResource]informermanager.Spec) []schema.GroupVersionResource {
 	f.specs = desired
 	return nil
