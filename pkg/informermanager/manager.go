@@ -151,7 +151,7 @@ func (m *Manager) Set(desired map[schema.GroupVersionResource]Spec) []schema.Gro
 	var stopped []*entry
 	replaced := map[schema.GroupVersionResource]*entry{}
 	for gvr, e := range m.informers {
-		if spec, ok := desired[gvr]; !ok || m.effective(spec) != e.spec {
+		if m.replaces(desired, gvr, e) {
 			stopped = append(stopped, e)
 			replaced[gvr] = e
 			delete(m.informers, gvr)
@@ -174,6 +174,12 @@ func (m *Manager) Set(desired map[schema.GroupVersionResource]Spec) []schema.Gro
 		e.stop()
 	}
 	return started
+}
+
+// replaces tells whether Set(desired) stops or replaces the running entry e of gvr.
+func (m *Manager) replaces(desired map[schema.GroupVersionResource]Spec, gvr schema.GroupVersionResource, e *entry) bool {
+	spec, ok := desired[gvr]
+	return !ok || m.effective(spec) != e.spec
 }
 
 // effective is the Spec the manager runs: without a namespace scope when the informers are a
@@ -396,7 +402,7 @@ func (m *Manager) Hold(desired map[schema.GroupVersionResource]Spec) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for gvr, e := range m.informers {
-		if spec, ok := desired[gvr]; !ok || m.effective(spec) != e.spec {
+		if m.replaces(desired, gvr, e) {
 			e.held = true
 		}
 	}
