@@ -31,6 +31,13 @@ func newEarly() *early {
 	return &early{objs: map[schema.GroupVersionResource]map[string]*unstructured.Unstructured{}}
 }
 
+// full tells whether the limit is reached (add would refuse).
+func (e *early) full() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.n >= EarlyLimit
+}
+
 // add keeps a copy of obj; false when the limit is reached.
 func (e *early) add(gvr schema.GroupVersionResource, obj *unstructured.Unstructured) bool {
 	e.mu.Lock()
@@ -88,6 +95,9 @@ func earlyKey(namespace, name string) string { return namespace + "/" + name }
 // shows only in a synced cache).
 func (c *Controller) Early(gvr schema.GroupVersionResource) func(*unstructured.Unstructured) {
 	return func(obj *unstructured.Unstructured) {
+		if c.early.full() {
+			return // the cheap test first: it holds for most objects of a long list
+		}
 		if _, synced := c.cfg.UpstreamInformers.Synced(gvr); synced {
 			return // a relist of a synced informer: its events come as usual
 		}
