@@ -30,6 +30,10 @@ type recorder struct {
 	synced map[schema.GroupVersionResource]int
 }
 
+func newRecorder() *recorder {
+	return &recorder{events: map[schema.GroupVersionResource]int{}, synced: map[schema.GroupVersionResource]int{}}
+}
+
 func (r *recorder) HandlerFor(gvr schema.GroupVersionResource) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{AddFunc: func(interface{}) {
 		r.mu.Lock()
@@ -79,14 +83,14 @@ func TestAddRemoveReAdd(t *testing.T) {
 	scheme := kruntime.NewScheme()
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
 		map[schema.GroupVersionResource]string{cms: "ConfigMapList", sec: "SecretList"}, cm("a", "one"))
-	rec := &recorder{events: map[schema.GroupVersionResource]int{}, synced: map[schema.GroupVersionResource]int{}}
+	rec := newRecorder()
 	m := New("test", client, rec, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m.Start(ctx)
 	// A control informer on the same resource that stays: once it has seen an object, a removed
 	// informer whose handler were still attached would have seen it too.
-	control := &recorder{events: map[schema.GroupVersionResource]int{}, synced: map[schema.GroupVersionResource]int{}}
+	control := newRecorder()
 	cm2 := New("control", client, control, 0)
 	cm2.Start(ctx)
 	defer cm2.Stop()
@@ -247,7 +251,7 @@ func TestSlimSharesFieldNames(t *testing.T) {
 func TestHold(t *testing.T) {
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(),
 		map[schema.GroupVersionResource]string{cms: "ConfigMapList", sec: "SecretList"}, cm("a", "one"))
-	rec := &recorder{events: map[schema.GroupVersionResource]int{}, synced: map[schema.GroupVersionResource]int{}}
+	rec := newRecorder()
 	m := New("test", client, rec, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

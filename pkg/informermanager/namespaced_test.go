@@ -44,7 +44,7 @@ func TestNamespaceScope(t *testing.T) {
 // running is an upstream Manager over client, started, with a recorder as its handlers; it is
 // stopped when the test ends.
 func running(t *testing.T, client *dynamicfake.FakeDynamicClient) (*Manager, *recorder, context.Context) {
-	rec := &recorder{events: map[schema.GroupVersionResource]int{}, synced: map[schema.GroupVersionResource]int{}}
+	rec := newRecorder()
 	m := New("upstream", client, rec, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	m.Start(ctx)
