@@ -57,12 +57,13 @@ func (h *Health) Broken() bool {
 	return h.broken
 }
 
-// NewInformer makes an informer of l's objects with labelSelector whose health h follows, with the
-// syncer's transform (Slim) and the given indexers. newInformer is the constructor (client-go's, or
+// NewInformer makes an informer of l's objects as spec asks (its label selector, and a slim cache
+// for spec.AppliedBy) whose health h follows, with the syncer's transform (Slim) and the given
+// indexers; spec.Namespaces is the caller's business. newInformer is the constructor (client-go's, or
 // kcp's cluster-aware one); watchListClient, when not nil, says whether the client serves watch-list.
-func NewInformer(l Lister, labelSelector string, h *Health, watchListClient any, description string, indexers cache.Indexers,
+func NewInformer(l Lister, spec Spec, h *Health, watchListClient any, description string, indexers cache.Indexers,
 	newInformer func(cache.ListerWatcher, runtime.Object, cache.SharedIndexInformerOptions) cache.SharedIndexInformer) cache.SharedIndexInformer {
-	selector := func(o *metav1.ListOptions) { o.LabelSelector = labelSelector }
+	selector := func(o *metav1.ListOptions) { o.LabelSelector = spec.LabelSelector }
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			selector(&o)
@@ -83,7 +84,11 @@ func NewInformer(l Lister, labelSelector string, h *Health, watchListClient any,
 		listWatcher = cache.ToListWatcherWithWatchListSemantics(lw, watchListClient)
 	}
 	inf := newInformer(listWatcher, &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{Indexers: indexers, ObjectDescription: description})
-	_ = inf.SetTransform(slim)
+	transform := slim
+	if spec.AppliedBy != "" {
+		transform = func(obj interface{}) (interface{}, error) { return slimApplied(obj, spec.AppliedBy) }
+	}
+	_ = inf.SetTransform(transform)
 	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		h.mu.Lock()
 		h.broken = true

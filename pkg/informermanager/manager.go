@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/problem"
 )
 
@@ -32,6 +33,10 @@ type Spec struct {
 	// namespace through its namespaced path, and shows them as one informer. Empty means
 	// cluster-wide. A Source is never given it (see Source).
 	Namespaces string
+	// AppliedBy, when set, makes the cache slim (mapping.Slim): it keeps each object's metadata,
+	// status and the digest of the fields this server-side apply manager owns, not its content. For
+	// the edge objects only the syncer writes and nothing reads in full (downsynced, not upsynced).
+	AppliedBy string
 }
 
 // Handlers builds the event handler for a resource's informer, and is told when its cache has synced.
@@ -248,7 +253,7 @@ func (m *Manager) newPart(gvr schema.GroupVersionResource, spec Spec, namespace 
 		l = m.client.Resource(gvr).Namespace(namespace)
 		description += " in namespace " + namespace
 	}
-	p.informer = NewInformer(withEarly(l, early), spec.LabelSelector, &p.health, m.client, description,
+	p.informer = NewInformer(withEarly(l, early), spec, &p.health, m.client, description,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		func(lw cache.ListerWatcher, obj runtime.Object, o cache.SharedIndexInformerOptions) cache.SharedIndexInformer {
 			o.ResyncPeriod = m.resync
@@ -478,6 +483,22 @@ func slim(obj interface{}) (interface{}, error) {
 		internKeys(u.Object)
 	}
 	return obj, nil
+}
+
+// slimApplied is the transform of a slim cache (Spec.AppliedBy): mapping.Slim, with field names
+// shared as slim shares them. Idempotent, as client-go asks: an object already slim is kept (its
+// managedFields are gone, its digest could not be made again).
+func slimApplied(obj interface{}, manager string) (interface{}, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return slim(obj)
+	}
+	if _, done := u.Object[mapping.AppliedDigestField]; done {
+		return u, nil
+	}
+	s := mapping.Slim(u, manager)
+	internKeys(s.Object)
+	return s, nil
 }
 
 // internKeys replaces the keys of every map in v by their canonical copies; values are unchanged.

@@ -169,13 +169,17 @@ func contentHash(obj *unstructured.Unstructured) (string, error) {
 // UpToDate tells whether the downstream object already carries everything the desired object asks
 // for: the same digest (so nothing was removed upstream since the last apply) and every field of the
 // desired object with the same value (so nobody changed a field the syncer owns). Fields the desired
-// object does not name (defaults, fields of edge controllers, status) are not compared.
+// object does not name (defaults, fields of edge controllers, status) are not compared. An object of
+// a slim cache (Slim) holds no content: the fields its apply manager owns are compared by digest.
 func UpToDate(desired, actual *unstructured.Unstructured) bool {
 	if actual == nil {
 		return false
 	}
 	if desired.GetAnnotations()[HashAnnotation] != actual.GetAnnotations()[HashAnnotation] {
 		return false
+	}
+	if applied, ok := actual.Object[AppliedDigestField].(string); ok {
+		return applied != "" && applied == DesiredDigest(desired)
 	}
 	return Subset(desired.Object, actual.Object)
 }

@@ -153,7 +153,7 @@ func New(cfg Config) (*Syncer, error) {
 	s.resolver = &resolver{
 		configs: s.configs, watchEdgeConfigs: s.watchEdgeSyncConfigs, upDisc: s.upDisc, downDisc: s.downDisc,
 		upClient: cfg.UpstreamDynamic, downClnt: cfg.DownstreamDynamic, ownedDown: cfg.DownstreamOwned, up: s.up, down: s.down,
-		ownerLabel: s.ownerLabel, publish: func(next *snapshot) { s.state.Store(next) },
+		ownerLabel: s.ownerLabel, fieldManager: cfg.FieldManager, publish: func(next *snapshot) { s.state.Store(next) },
 	}
 	if !cfg.Embedded {
 		cfg.Metrics.SetObjectCounter(s.countObjects)

@@ -53,6 +53,9 @@ type resolver struct {
 	ownedDown  func() map[schema.GroupResource]schema.GroupVersionResource
 	up, down   informerSet
 	ownerLabel string
+	// fieldManager is the downsync writes' apply manager: the edge caches of what only downsync
+	// writes keep the digest of its fields instead of the objects' content (Spec.AppliedBy).
+	fieldManager string
 	// publish makes a snapshot current; called before informers start, so that their first events
 	// see it.
 	publish func(*snapshot)
@@ -107,7 +110,7 @@ func (r *resolver) resolve(ctx context.Context, old *snapshot) (*snapshot, error
 	// The informers the new snapshot changes stop counting as synced before it is published (a
 	// widened scope read through the old informer would show the added namespaces empty); the
 	// snapshot is published before new informers start, so that their first events see it.
-	upSpecs, downSpecs := informerSpecs(next, r.ownerLabel)
+	upSpecs, downSpecs := informerSpecs(next, r.ownerLabel, r.fieldManager)
 	r.up.Hold(upSpecs)
 	r.down.Hold(downSpecs)
 	r.publish(next)
@@ -197,11 +200,13 @@ func resolveSelection(sel *selection.Selection, old *snapshot, up, down side) *s
 // wait for theirs), and the owned objects of selected and leftover resources. Upstream: every object
 // of selected resources, in the namespaces the selection names for them when it names some
 // (upstreamScope). Upsync sees every edge object of its resources and every upstream one (to find
-// conflicts); upsync leftovers only this syncer's copies, which may be in any namespace.
-func informerSpecs(s *snapshot, ownerLabel string) (up, down map[schema.GroupVersionResource]informermanager.Spec) {
+// conflicts); upsync leftovers only this syncer's copies, which may be in any namespace. The edge
+// caches of owned objects are slim (metadata, status and the digest of what fieldManager applied):
+// only the caches upsync reads keep objects whole.
+func informerSpecs(s *snapshot, ownerLabel, fieldManager string) (up, down map[schema.GroupVersionResource]informermanager.Spec) {
 	up = map[schema.GroupVersionResource]informermanager.Spec{}
 	down = map[schema.GroupVersionResource]informermanager.Spec{namespaceGVR: {}}
-	owned := informermanager.Spec{LabelSelector: mapping.OwnerLabel + "=" + ownerLabel}
+	owned := informermanager.Spec{LabelSelector: mapping.OwnerLabel + "=" + ownerLabel, AppliedBy: fieldManager}
 	for _, r := range s.resources {
 		up[r.Upstream.GVR] = informermanager.Spec{Namespaces: upstreamScope(s.selection, r)}
 		if r.ServedDownstream() && r.Downstream.GVR != namespaceGVR {

@@ -155,6 +155,73 @@ func TestDownsyncCleanupAfterRestart(t *testing.T) {
 	f.waitFor(f.down, gvrConfigMaps, ns, "c2", nil)
 }
 
+// TestDownsyncRestartWritesNothing: a syncer started on edge objects that are already up to date
+// writes none of them. Its edge cache holds no content, only the digest of the fields its apply
+// manager owns (mapping.Slim): this fails if that digest does not match the desired object's for one
+// of these kinds (defaults, associative lists, atomic lists, a headless Service, a cluster-scoped
+// object), as each mismatch is an apply.
+func TestDownsyncRestartWritesNothing(t *testing.T) {
+	f := newFixture(t)
+	ns := f.namespace("ns")
+	cm := configMap(ns, "settings", map[string]interface{}{"color": "blue", "empty": ""})
+	cm.SetLabels(map[string]string{"app": "demo"})
+	cm.SetAnnotations(map[string]string{"note.example.com/n": "kept"})
+	f.create(f.up, gvrConfigMaps, cm)
+	web := deployment(ns, "web", 2)
+	containers, _, _ := unstructured.NestedSlice(web.Object, "spec", "template", "spec", "containers")
+	containers = append(containers, map[string]interface{}{"name": "side", "image": "registry.invalid/side:1",
+		"args": []interface{}{"sleep", "1d"}, "ports": []interface{}{map[string]interface{}{"containerPort": int64(8080)}},
+		"env": []interface{}{map[string]interface{}{"name": "A", "value": "1"}}})
+	_ = unstructured.SetNestedSlice(web.Object, containers, "spec", "template", "spec", "containers")
+	f.create(f.up, gvrDeployments, web)
+	f.create(f.up, gvrServices, obj("v1", "Service", ns, "web", map[string]interface{}{"spec": map[string]interface{}{
+		"ports": []interface{}{map[string]interface{}{"name": "http", "port": int64(80), "targetPort": int64(8080)}}, "selector": map[string]interface{}{"app": "web"}}}))
+	f.create(f.up, gvrServices, obj("v1", "Service", ns, "headless", map[string]interface{}{"spec": map[string]interface{}{
+		"clusterIP": "None", "ports": []interface{}{map[string]interface{}{"port": int64(80)}}, "selector": map[string]interface{}{"app": "web"}}}))
+	roleName := f.name + "-reader"
+	f.create(f.up, gvrClusterRoles, obj("rbac.authorization.k8s.io/v1", "ClusterRole", "", roleName, map[string]interface{}{
+		"rules": []interface{}{map[string]interface{}{"apiGroups": []interface{}{""}, "resources": []interface{}{"pods", "configmaps"}, "verbs": []interface{}{"get", "list"}}}}))
+	t.Cleanup(func() {
+		f.delete(f.up, gvrClusterRoles, "", roleName)
+		f.delete(f.down, gvrClusterRoles, "", roleName)
+	})
+	spec := nsScope([]string{ns}, resource("", "v1", "configmaps"), resource("apps", "v1", "deployments"), resource("", "v1", "services"))
+	spec["clusterScope"] = []interface{}{map[string]interface{}{"group": "rbac.authorization.k8s.io", "apiVersion": "v1", "resource": "clusterroles", "objects": []interface{}{roleName}}}
+	f.syncerConfig(f.name, spec)
+	p := f.startSyncer(withArgs("--heartbeat-period=1h"))
+	f.waitFor(f.down, gvrConfigMaps, ns, "settings", hasMark)
+	f.waitFor(f.down, gvrDeployments, ns, "web", hasMark)
+	f.waitFor(f.down, gvrServices, ns, "web", hasMark)
+	f.waitFor(f.down, gvrServices, ns, "headless", hasMark)
+	f.waitFor(f.down, gvrClusterRoles, "", roleName, hasMark)
+	p.waitSettled()
+	p.stop()
+
+	p = f.startSyncer(withArgs("--heartbeat-period=1h"))
+	p.waitSettled()
+	m := p.metrics()
+	var written []string
+	for k, v := range m {
+		if strings.HasPrefix(k, "kubestellar_syncer_writes_total{") && strings.Contains(k, `direction="downsync"`) && v > 0 {
+			written = append(written, fmt.Sprintf("%s %v", k, v))
+		}
+	}
+	if len(written) > 0 {
+		t.Errorf("a syncer restarted on up-to-date objects wrote: %s", strings.Join(written, ", "))
+	}
+	if n := m[`kubestellar_syncer_api_requests_total{code="200",side="downstream",verb="PATCH"}`]; n > 0 {
+		t.Errorf("a syncer restarted on up-to-date objects sent %v PATCHes to the edge", n)
+	}
+	// Drift is still seen through the digest: an edge edit of an owned field is put back.
+	f.update(f.down, gvrDeployments, ns, "web", func(o *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(o.Object, int64(5), "spec", "replicas")
+	})
+	f.waitFor(f.down, gvrDeployments, ns, "web", func(o *unstructured.Unstructured) (bool, string) {
+		r, _, _ := unstructured.NestedInt64(o.Object, "spec", "replicas")
+		return r == 2, fmt.Sprintf("replicas %d", r)
+	})
+}
+
 // TestDownsyncClusterScopedAndCRDs: a CRD and its custom resources are created upstream together; the
 // CRD is downsynced through clusterScope, the resources wait until it is Established downstream.
 // Cluster-scoped objects (ClusterRoles) and namespacedObjects by name work too.

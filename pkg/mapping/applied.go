@@ -1,0 +1,327 @@
+package mapping
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sort"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// AppliedDigestField is the top-level field under which an edge object in a slim cache (Slim) keeps
+// AppliedDigest: no API has a field of that name (it holds a "/"), so it never meets a real one.
+const AppliedDigestField = "edge.kubestellar.io/applied-digest"
+
+// appliedStrip are the metadata fields server-side apply never records as owned (the apiserver
+// strips them from every field set), and that DesiredDigest leaves out for that reason.
+var appliedStrip = []string{
+	"name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp", "managedFields",
+	"selfLink", "deletionTimestamp", "deletionGracePeriodSeconds",
+}
+
+// Slim is what a cache of edge objects that the syncer writes by server-side apply keeps of one:
+// apiVersion, kind, metadata without managedFields, status (status return reads it), a Service's
+// spec.clusterIP (ReplaceOnly reads it) and, under AppliedDigestField, the digest of the values of
+// the fields that the apply manager manager owns (AppliedDigest). UpToDate compares that digest with
+// the desired object's (DesiredDigest) instead of the object's content, which the cache then need not
+// hold: the field values are most of an object's size. obj is not changed.
+func Slim(obj *unstructured.Unstructured, manager string) *unstructured.Unstructured {
+	out := make(map[string]interface{}, 5)
+	for _, k := range []string{"apiVersion", "kind", "status"} {
+		if v, ok := obj.Object[k]; ok {
+			out[k] = v
+		}
+	}
+	if m, ok := obj.Object["metadata"].(map[string]interface{}); ok {
+		meta := make(map[string]interface{}, len(m))
+		for k, v := range m {
+			if k != "managedFields" {
+				meta[k] = v
+			}
+		}
+		out["metadata"] = meta
+	}
+	if ip, ok, _ := unstructured.NestedString(obj.Object, "spec", "clusterIP"); ok {
+		out["spec"] = map[string]interface{}{"clusterIP": ip}
+	}
+	out[AppliedDigestField] = AppliedDigest(obj, manager)
+	return &unstructured.Unstructured{Object: out}
+}
+
+// AppliedDigest is the digest of the values of obj's fields that the apply manager manager owns, as
+// its managedFields entry (operation Apply, on the object itself, not a subresource) lists them; ""
+// when it has no such entry or the entry cannot be read. While nobody else changes those fields it
+// equals DesiredDigest of the object last applied: a field someone else changes (an update, or an
+// apply that forces it) leaves the manager's set, and a field someone removes leaves every set, so
+// drift changes the digest.
+func AppliedDigest(obj *unstructured.Unstructured, manager string) string {
+	entries, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", "managedFields")
+	list, _ := entries.([]interface{})
+	var owned map[string]interface{}
+	copied := false
+	for _, e := range list {
+		entry, _ := e.(map[string]interface{})
+		if entry["manager"] != manager || entry["operation"] != string(metav1.ManagedFieldsOperationApply) || entry["subresource"] != nil && entry["subresource"] != "" {
+			continue
+		}
+		set, ok := entry["fieldsV1"].(map[string]interface{})
+		if !ok {
+			return ""
+		}
+		if owned == nil {
+			owned = set
+			continue
+		}
+		if !copied { // merged into a copy: obj is not changed
+			owned, copied = runtime.DeepCopyJSONValue(owned).(map[string]interface{}), true
+		}
+		owned = mergeSets(owned, set)
+	}
+	if owned == nil {
+		return ""
+	}
+	projected, _ := project(obj.Object, owned).(map[string]interface{})
+	delete(projected, "status") // as DesiredDigest: status is the edge's
+	return digestOf(projected)
+}
+
+// DesiredDigest is the digest of what applying desired makes its apply manager own: its content
+// without what server-side apply never records (apiVersion, kind, identity and bookkeeping in
+// metadata), without status (the edge's), and without empty values (an empty map, list or null owns
+// nothing, or nothing with a value).
+func DesiredDigest(desired *unstructured.Unstructured) string {
+	content := make(map[string]interface{}, len(desired.Object))
+	for k, v := range desired.Object {
+		switch k {
+		case "apiVersion", "kind", "status":
+		case "metadata":
+			m, _ := v.(map[string]interface{})
+			meta := make(map[string]interface{}, len(m))
+			for mk, mv := range m {
+				meta[mk] = mv
+			}
+			for _, f := range appliedStrip {
+				delete(meta, f)
+			}
+			content[k] = meta
+		default:
+			content[k] = v
+		}
+	}
+	return digestOf(content)
+}
+
+// digestOf is the digest of a value with its empty values left out; "" when it cannot be encoded.
+func digestOf(v map[string]interface{}) string {
+	normal, _ := normalize(v)
+	data, err := json.Marshal(normal)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:16])
+}
+
+// normalize leaves out nulls, and maps and lists that are empty once normalized (list elements stay,
+// so that positions do not shift); ok is false when nothing is left of v.
+func normalize(v interface{}) (out interface{}, ok bool) {
+	switch t := v.(type) {
+	case nil:
+		return nil, false
+	case map[string]interface{}:
+		m := make(map[string]interface{}, len(t))
+		for k, e := range t {
+			if n, ok := normalize(e); ok {
+				m[k] = n
+			}
+		}
+		return m, len(m) > 0
+	case []interface{}:
+		if len(t) == 0 {
+			return nil, false
+		}
+		l := make([]interface{}, len(t))
+		for i, e := range t {
+			l[i], _ = normalize(e)
+			if l[i] == nil {
+				l[i] = map[string]interface{}{}
+			}
+		}
+		return l, true
+	default:
+		return v, true
+	}
+}
+
+// project is the part of value v that the field set set (a managedFields entry's FieldsV1, decoded)
+// names: "f:<name>" a map's field, "k:<keys>" the element of an associative list whose key fields
+// have those values, "v:<value>" the element of a set with that value, "i:<index>" the element at
+// that index; "." marks the element itself. A set that names nothing below it owns v whole (a leaf,
+// or an atomic map or list). Elements keep v's order. nil when nothing named is in v.
+func project(v interface{}, set map[string]interface{}) interface{} {
+	if !namesChildren(set) {
+		return v
+	}
+	switch t := v.(type) {
+	case map[string]interface{}:
+		out := map[string]interface{}{}
+		for k, child := range set {
+			name, ok := strings.CutPrefix(k, "f:")
+			if !ok {
+				continue
+			}
+			if e, ok := t[name]; ok {
+				childSet, _ := child.(map[string]interface{})
+				if p := project(e, childSet); p != nil {
+					out[name] = p
+				}
+			}
+		}
+		return out
+	case []interface{}:
+		elements := indexElements(set)
+		var out []interface{}
+		for i, e := range t {
+			if childSet, ok := elements.find(i, e); ok {
+				if p := project(e, childSet); p != nil {
+					out = append(out, p)
+				} else {
+					out = append(out, map[string]interface{}{})
+				}
+			}
+		}
+		if out == nil {
+			return nil
+		}
+		return out
+	default:
+		return v // a scalar where the set names fields: the set is of another shape; keep the value
+	}
+}
+
+// namesChildren tells whether a field set names anything below the value it is of.
+func namesChildren(set map[string]interface{}) bool {
+	for k := range set {
+		if k != "." {
+			return true
+		}
+	}
+	return false
+}
+
+// elements are the entries of a list's field set, by what names an element: its key field values
+// ("k:"), its value ("v:") or its index ("i:"). Keys and values are compared in canonical JSON.
+type elements struct {
+	keyFields [][]string                        // the field names of the "k:" entries, each set once
+	byKey     map[string]map[string]interface{} // canonical JSON of the key field values → entry
+	byValue   map[string]map[string]interface{} // canonical JSON of the value → entry
+	byIndex   map[int]map[string]interface{}    // index → entry
+}
+
+func indexElements(set map[string]interface{}) elements {
+	var el elements
+	seen := map[string]bool{}
+	for k, child := range set {
+		childSet, _ := child.(map[string]interface{})
+		switch {
+		case strings.HasPrefix(k, "k:"):
+			var keys map[string]interface{}
+			if decodeNumbers(k[2:], &keys) != nil || len(keys) == 0 {
+				continue
+			}
+			canonical, err := json.Marshal(keys)
+			if err != nil {
+				continue
+			}
+			names := make([]string, 0, len(keys))
+			for name := range keys {
+				names = append(names, name)
+			}
+			sort.Strings(names)
+			if joined := strings.Join(names, "\x00"); !seen[joined] {
+				seen[joined] = true
+				el.keyFields = append(el.keyFields, names)
+			}
+			if el.byKey == nil {
+				el.byKey = map[string]map[string]interface{}{}
+			}
+			el.byKey[string(canonical)] = childSet
+		case strings.HasPrefix(k, "v:"):
+			var value interface{}
+			if decodeNumbers(k[2:], &value) != nil {
+				continue
+			}
+			if canonical, err := json.Marshal(value); err == nil {
+				if el.byValue == nil {
+					el.byValue = map[string]map[string]interface{}{}
+				}
+				el.byValue[string(canonical)] = childSet
+			}
+		case strings.HasPrefix(k, "i:"):
+			if n, err := strconv.Atoi(k[2:]); err == nil {
+				if el.byIndex == nil {
+					el.byIndex = map[int]map[string]interface{}{}
+				}
+				el.byIndex[n] = childSet
+			}
+		}
+	}
+	return el
+}
+
+// find is the entry that names element e at index i.
+func (el elements) find(i int, e interface{}) (map[string]interface{}, bool) {
+	if m, ok := e.(map[string]interface{}); ok && el.byKey != nil {
+		for _, names := range el.keyFields {
+			keys := make(map[string]interface{}, len(names))
+			for _, name := range names {
+				if v, ok := m[name]; ok {
+					keys[name] = v
+				}
+			}
+			if len(keys) != len(names) {
+				continue
+			}
+			if canonical, err := json.Marshal(keys); err == nil {
+				if childSet, ok := el.byKey[string(canonical)]; ok {
+					return childSet, true
+				}
+			}
+		}
+	}
+	if el.byValue != nil {
+		if canonical, err := json.Marshal(e); err == nil {
+			if childSet, ok := el.byValue[string(canonical)]; ok {
+				return childSet, true
+			}
+		}
+	}
+	childSet, ok := el.byIndex[i]
+	return childSet, ok
+}
+
+// decodeNumbers decodes JSON keeping numbers as written (json.Number), so that they encode again
+// as the apiserver wrote them.
+func decodeNumbers(raw string, v interface{}) error {
+	d := json.NewDecoder(strings.NewReader(raw))
+	d.UseNumber()
+	return d.Decode(v)
+}
+
+// mergeSets is the union of two decoded field sets.
+func mergeSets(a, b map[string]interface{}) map[string]interface{} {
+	if a == nil {
+		return b
+	}
+	for k, bv := range b {
+		bm, _ := bv.(map[string]interface{})
+		am, _ := a[k].(map[string]interface{})
+		a[k] = mergeSets(am, bm)
+	}
+	return a
+}

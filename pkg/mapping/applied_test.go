@@ -1,0 +1,197 @@
+package mapping
+
+import (
+	"encoding/json"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+const manager = "kubestellar-syncer"
+
+// desiredDeployment is what downsync applies: defaults from the upstream apiserver included.
+const desiredDeployment = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"app",
+ "labels":{"app":"web","edge.kubestellar.io/downsynced-by":"edge1"},
+ "annotations":{"edge.kubestellar.io/downsynced":"Deployment/app/web","edge.kubestellar.io/downsync-hash":"h1"}},
+ "spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"}},
+  "template":{"metadata":{"labels":{"app":"web"},"creationTimestamp":null},
+   "spec":{"containers":[{"name":"web","image":"nginx:1","ports":[{"containerPort":80,"protocol":"TCP"}],"resources":{}},
+                         {"name":"side","image":"busybox","args":["sleep","1d"]}],
+    "securityContext":{}}}}}`
+
+// actualDeployment is the edge's object after that apply, as the apiserver returns it: identity,
+// defaults of its own (imagePullPolicy, strategy), a field of another manager (an annotation the
+// deployment controller writes), status, and the managedFields saying who owns what.
+const actualDeployment = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"app","uid":"u1",
+ "resourceVersion":"7","generation":1,"creationTimestamp":"2026-01-01T00:00:00Z",
+ "labels":{"app":"web","edge.kubestellar.io/downsynced-by":"edge1"},
+ "annotations":{"edge.kubestellar.io/downsynced":"Deployment/app/web","edge.kubestellar.io/downsync-hash":"h1","deployment.kubernetes.io/revision":"1"},
+ "managedFields":[
+  {"manager":"kubestellar-syncer","operation":"Apply","apiVersion":"apps/v1","fieldsType":"FieldsV1","fieldsV1":{
+   "f:metadata":{"f:annotations":{"f:edge.kubestellar.io/downsync-hash":{},"f:edge.kubestellar.io/downsynced":{}},
+                 "f:labels":{"f:app":{},"f:edge.kubestellar.io/downsynced-by":{}}},
+   "f:spec":{"f:replicas":{},"f:selector":{},"f:template":{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{
+     "f:containers":{
+      "k:{\"name\":\"side\"}":{".":{},"f:args":{},"f:image":{},"f:name":{}},
+      "k:{\"name\":\"web\"}":{".":{},"f:image":{},"f:name":{},"f:ports":{"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{},"f:protocol":{}}},"f:resources":{}}},
+     "f:securityContext":{}}}}}},
+  {"manager":"kube-controller-manager","operation":"Update","apiVersion":"apps/v1","fieldsType":"FieldsV1","fieldsV1":{
+   "f:metadata":{"f:annotations":{".":{},"f:deployment.kubernetes.io/revision":{}}}}},
+  {"manager":"kube-controller-manager","operation":"Update","subresource":"status","apiVersion":"apps/v1","fieldsType":"FieldsV1","fieldsV1":{
+   "f:status":{"f:replicas":{}}}}]},
+ "spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"}},"strategy":{"type":"RollingUpdate"},
+  "template":{"metadata":{"labels":{"app":"web"},"creationTimestamp":null},
+   "spec":{"containers":[{"name":"web","image":"nginx:1","ports":[{"containerPort":80,"protocol":"TCP"}],"resources":{},"imagePullPolicy":"IfNotPresent"},
+                         {"name":"side","image":"busybox","args":["sleep","1d"],"imagePullPolicy":"Always"}],
+    "restartPolicy":"Always","securityContext":{}}}},
+ "status":{"replicas":2}}`
+
+func TestAppliedDigestMatchesDesired(t *testing.T) {
+	desired, actual := mustObj(t, desiredDeployment), mustObj(t, actualDeployment)
+	want := DesiredDigest(desired)
+	if want == "" {
+		t.Fatal("no digest of the desired object")
+	}
+	if got := AppliedDigest(actual, manager); got != want {
+		t.Errorf("AppliedDigest = %q, DesiredDigest = %q: an object just applied must match", got, want)
+	}
+	if got := AppliedDigest(actual, "someone-else"); got != "" {
+		t.Errorf("AppliedDigest of a manager without an entry = %q, want \"\"", got)
+	}
+}
+
+// TestAppliedDigestSeesDrift: a field another manager changed leaves the syncer's set, a field
+// removed leaves every set, and a changed desired object changes its digest; what others own and
+// what the edge defaults do not count.
+func TestAppliedDigestSeesDrift(t *testing.T) {
+	desired := mustObj(t, desiredDeployment)
+	want := DesiredDigest(desired)
+	cases := []struct {
+		name    string
+		edit    func(actual map[string]interface{}, ours map[string]interface{})
+		drifted bool
+	}{
+		{"another manager's annotation changed", func(a, _ map[string]interface{}) {
+			_ = unstructured.SetNestedField(a, "2", "metadata", "annotations", "deployment.kubernetes.io/revision")
+		}, false},
+		{"an edge default changed", func(a, _ map[string]interface{}) {
+			_ = unstructured.SetNestedField(a, "Recreate", "spec", "strategy", "type")
+		}, false},
+		{"status changed", func(a, _ map[string]interface{}) {
+			_ = unstructured.SetNestedField(a, int64(0), "status", "replicas")
+		}, false},
+		{"replicas taken by another manager (an update)", func(a, ours map[string]interface{}) {
+			_ = unstructured.SetNestedField(a, int64(5), "spec", "replicas")
+			unstructured.RemoveNestedField(ours, "f:spec", "f:replicas")
+		}, true},
+		{"a label removed", func(a, ours map[string]interface{}) {
+			unstructured.RemoveNestedField(a, "metadata", "labels", "app")
+			unstructured.RemoveNestedField(ours, "f:metadata", "f:labels", "f:app")
+		}, true},
+		{"a container's image taken", func(a, ours map[string]interface{}) {
+			c, _, _ := unstructured.NestedSlice(a, "spec", "template", "spec", "containers")
+			c[0].(map[string]interface{})["image"] = "nginx:2"
+			_ = unstructured.SetNestedSlice(a, c, "spec", "template", "spec", "containers")
+			unstructured.RemoveNestedField(ours, "f:spec", "f:template", "f:spec", "f:containers", `k:{"name":"web"}`, "f:image")
+		}, true},
+		{"a value the set still names changed (the digest is of values, not only of the set)", func(a, _ map[string]interface{}) {
+			c, _, _ := unstructured.NestedSlice(a, "spec", "template", "spec", "containers")
+			c[1].(map[string]interface{})["args"] = []interface{}{"sleep", "2d"}
+			_ = unstructured.SetNestedSlice(a, c, "spec", "template", "spec", "containers")
+		}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			actual := mustObj(t, actualDeployment)
+			fields := actual.GetManagedFields()
+			var ours map[string]interface{}
+			if err := json.Unmarshal(fields[0].FieldsV1.Raw, &ours); err != nil {
+				t.Fatal(err)
+			}
+			tc.edit(actual.Object, ours)
+			raw, _ := json.Marshal(ours)
+			fields[0].FieldsV1.Raw = raw
+			actual.SetManagedFields(fields)
+			if got := AppliedDigest(actual, manager) != want; got != tc.drifted {
+				t.Errorf("drift seen = %v, want %v", got, tc.drifted)
+			}
+		})
+	}
+	changed := desired.DeepCopy()
+	_ = unstructured.SetNestedField(changed.Object, int64(3), "spec", "replicas")
+	if DesiredDigest(changed) == want {
+		t.Error("a changed desired object has the same digest")
+	}
+}
+
+func TestProjectSetsAndIndexes(t *testing.T) {
+	var v interface{} = []interface{}{"a", "b", "c"}
+	set := map[string]interface{}{`v:"c"`: map[string]interface{}{}, "i:0": map[string]interface{}{}}
+	got, _ := json.Marshal(project(v, set))
+	if string(got) != `["a","c"]` {
+		t.Errorf("project = %s, want [\"a\",\"c\"]", got)
+	}
+	// A set naming nothing below the value owns it whole (an atomic list or map).
+	if got, _ := json.Marshal(project(map[string]interface{}{"x": 1}, map[string]interface{}{})); string(got) != `{"x":1}` {
+		t.Errorf("project of a leaf = %s", got)
+	}
+}
+
+func TestSlim(t *testing.T) {
+	actual := mustObj(t, actualDeployment)
+	before, _ := json.Marshal(actual.Object)
+	s := Slim(actual, manager)
+	if after, _ := json.Marshal(actual.Object); string(after) != string(before) {
+		t.Fatal("Slim changed its input")
+	}
+	if _, ok := s.Object["spec"]; ok {
+		t.Error("spec kept")
+	}
+	if s.GetManagedFields() != nil {
+		t.Error("managedFields kept")
+	}
+	if s.GetName() != "web" || s.GetResourceVersion() != "7" || s.GetLabels()["app"] != "web" || s.GetAnnotations()[HashAnnotation] != "h1" {
+		t.Errorf("metadata not kept: %v", s.Object["metadata"])
+	}
+	if r, _, _ := unstructured.NestedFieldNoCopy(s.Object, "status", "replicas"); r != float64(2) {
+		t.Error("status not kept")
+	}
+	desired := mustObj(t, desiredDeployment)
+	if !UpToDate(desired, s) {
+		t.Error("UpToDate(desired, slim copy of the object just applied) = false")
+	}
+	changed := desired.DeepCopy()
+	_ = unstructured.SetNestedField(changed.Object, int64(3), "spec", "replicas")
+	if UpToDate(changed, s) {
+		t.Error("UpToDate = true for a changed desired object with the same hash annotation")
+	}
+
+	svc := mustObj(t, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"},"spec":{"clusterIP":"None","ports":[{"port":80}]}}`)
+	if ip, _, _ := unstructured.NestedString(Slim(svc, manager).Object, "spec", "clusterIP"); ip != "None" {
+		t.Errorf("a Service's clusterIP not kept (ReplaceOnly reads it): %q", ip)
+	}
+	// Without an entry of the manager, the slim copy is never up to date: the next process applies.
+	if UpToDate(desired, Slim(svc, manager)) {
+		t.Error("UpToDate = true for a slim object without the manager's fields")
+	}
+}
+
+// BenchmarkSlim is the transform's cost per edge event of a Deployment (digest of the owned fields
+// included), beside UpToDate's per process.
+func BenchmarkSlim(b *testing.B) {
+	actual := mustObj(b, actualDeployment)
+	b.ReportAllocs()
+	for b.Loop() {
+		Slim(actual, manager)
+	}
+}
+
+func BenchmarkUpToDateSlim(b *testing.B) {
+	desired, actual := mustObj(b, desiredDeployment), Slim(mustObj(b, actualDeployment), manager)
+	b.ReportAllocs()
+	for b.Loop() {
+		if !UpToDate(desired, actual) {
+			b.Fatal("not up to date")
+		}
+	}
+}
