@@ -13,8 +13,8 @@ type Informers interface {
 	Synced(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, bool)
 }
 
-// GetFromCache reads one object from an informer's store; nil when absent. It returns the cache's
-// object: callers must not mutate it.
+// GetFromCache reads one object from an informer's store; nil when absent. An object the cache
+// holds as a Compact is decoded anew, others are the cache's: callers must not mutate them.
 func GetFromCache(inf cache.SharedIndexInformer, namespace, name string) (*unstructured.Unstructured, error) {
 	k := name
 	if namespace != "" {
@@ -24,11 +24,13 @@ func GetFromCache(inf cache.SharedIndexInformer, namespace, name string) (*unstr
 	if err != nil || !exists {
 		return nil, err
 	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil, fmt.Errorf("unexpected %T in cache", obj)
+	switch t := obj.(type) {
+	case *unstructured.Unstructured:
+		return t, nil
+	case *Compact:
+		return t.Object()
 	}
-	return u, nil
+	return nil, fmt.Errorf("unexpected %T in cache", obj)
 }
 
 // Cached reads one object from a side's synced informer for gvr: nil when absent. synced is false
@@ -43,14 +45,9 @@ func Cached(infs Informers, gvr schema.GroupVersionResource, namespace, name str
 	return obj, true, err
 }
 
-// ObjectOf unwraps an informer event's object (tombstones included); nil if it is not unstructured.
-func ObjectOf(obj interface{}) *unstructured.Unstructured {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	u, _ := obj.(*unstructured.Unstructured)
-	return u
-}
+// ObjectOf unwraps an informer event's object (tombstones included), decoding a Compact whole; nil
+// if it is neither unstructured nor a Compact.
+func ObjectOf(obj interface{}) *unstructured.Unstructured { return decoded(obj, false) }
 
 // ForEachKey calls f with the namespace and name of every object in a side's synced informer for
 // gvr; nothing when it is not synced (its sync enqueues everything again).

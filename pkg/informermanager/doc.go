@@ -5,10 +5,12 @@
 // Each informer has its own context: stopping one cancels it, removes its event handler and waits
 // for its goroutines to exit, so that removing a resource leaves nothing behind (the Kubernetes
 // garbage collector leaked handlers here, kubernetes#114066). The manager keeps only what the syncer
-// needs in the caches (managedFields are dropped, and field names are shared between objects cached
-// close together). A slim cache (Spec.AppliedBy, for the edge objects only downsync writes) keeps
-// metadata, status and the digest of the fields the syncer's apply manager owns instead of the
-// objects' content (mapping.Slim). It makes no decisions about what to sync.
+// needs in the caches, and holds it as JSON (framework.Compact, which its readers decode): a decoded
+// object's maps cost about twice its JSON. managedFields are dropped. A slim cache (Spec.AppliedBy,
+// for the edge objects only downsync writes) keeps metadata, status and the fields the syncer's
+// apply manager owns with a digest of each value, instead of the objects' content (mapping.Slim).
+// The informers a Source runs (many workspaces) hold decoded objects: their views filter them. It
+// makes no decisions about what to sync.
 //
 // A resource may be watched in some namespaces only (Spec.Namespaces): the manager then lists and
 // watches each namespace through its namespaced path, one informer each, and shows them to the

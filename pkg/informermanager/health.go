@@ -58,10 +58,12 @@ func (h *Health) Broken() bool {
 }
 
 // NewInformer makes an informer of l's objects as spec asks (its label selector, and a slim cache
-// for spec.AppliedBy) whose health h follows, with the syncer's transform (Slim) and the given
-// indexers; spec.Namespaces is the caller's business. newInformer is the constructor (client-go's, or
-// kcp's cluster-aware one); watchListClient, when not nil, says whether the client serves watch-list.
-func NewInformer(l Lister, spec Spec, h *Health, watchListClient any, description string, indexers cache.Indexers,
+// for spec.AppliedBy) whose health h follows, with the syncer's transform (transformFor) and the
+// given indexers; spec.Namespaces is the caller's business. With compact, the cache holds each object
+// as a framework.Compact (its JSON), which its readers decode (framework.ObjectOf, GetFromCache,
+// MetaOf). newInformer is the constructor (client-go's, or kcp's cluster-aware one);
+// watchListClient, when not nil, says whether the client serves watch-list.
+func NewInformer(l Lister, spec Spec, compact bool, h *Health, watchListClient any, description string, indexers cache.Indexers,
 	newInformer func(cache.ListerWatcher, runtime.Object, cache.SharedIndexInformerOptions) cache.SharedIndexInformer) cache.SharedIndexInformer {
 	selector := func(o *metav1.ListOptions) { o.LabelSelector = spec.LabelSelector }
 	lw := &cache.ListWatch{
@@ -84,11 +86,7 @@ func NewInformer(l Lister, spec Spec, h *Health, watchListClient any, descriptio
 		listWatcher = cache.ToListWatcherWithWatchListSemantics(lw, watchListClient)
 	}
 	inf := newInformer(listWatcher, &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{Indexers: indexers, ObjectDescription: description})
-	transform := slim
-	if spec.AppliedBy != "" {
-		transform = func(obj interface{}) (interface{}, error) { return slimApplied(obj, spec.AppliedBy) }
-	}
-	_ = inf.SetTransform(transform)
+	_ = inf.SetTransform(transformFor(spec, compact))
 	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		h.mu.Lock()
 		h.broken = true

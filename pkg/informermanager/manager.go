@@ -8,7 +8,6 @@ import (
 	"time"
 	"unique"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/problem"
 )
@@ -253,7 +253,7 @@ func (m *Manager) newPart(gvr schema.GroupVersionResource, spec Spec, namespace 
 		l = m.client.Resource(gvr).Namespace(namespace)
 		description += " in namespace " + namespace
 	}
-	p.informer = NewInformer(withEarly(l, early), spec, &p.health, m.client, description,
+	p.informer = NewInformer(withEarly(l, early), spec, true, &p.health, m.client, description,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		func(lw cache.ListerWatcher, obj runtime.Object, o cache.SharedIndexInformerOptions) cache.SharedIndexInformer {
 			o.ResyncPeriod = m.resync
@@ -466,39 +466,36 @@ func (m *Manager) Running() []schema.GroupVersionResource {
 	return out
 }
 
-// Slim is the informers' transform (exported for the informers a Source runs).
-func Slim(obj interface{}) (interface{}, error) { return slim(obj) }
+// slim is the transform of the informers that hold decoded objects (a Source's): it drops
+// managedFields (nothing reads them from a cache), and makes every field name of an unstructured
+// object share one copy with the same name in the other cached objects (unique.Make): decoded anew
+// for each object, field names and the marks' label and annotation keys are a good part of a small
+// object's size in the cache. unique keeps its canonical copy only while a Handle to it lives, and
+// none is kept: objects decoded between two garbage collections share their names, a later one may
+// get a new copy (measured, docs/performance.md).
+func slim(obj interface{}) (interface{}, error) { return transformFor(Spec{}, false)(obj) }
 
-// slim is the informers' transform: it drops managedFields (nothing reads them from a cache), and
-// makes every field name of an unstructured object share one copy with the same name in the other
-// cached objects (unique.Make): decoded anew for each object, field names and the marks' label and
-// annotation keys are a good part of a small object's size in the cache. unique keeps its canonical
-// copy only while a Handle to it lives, and none is kept: objects decoded between two garbage
-// collections share their names, a later one may get a new copy (measured, docs/performance.md).
-func slim(obj interface{}) (interface{}, error) {
-	if acc, ok := obj.(metav1.Object); ok {
-		acc.SetManagedFields(nil)
-	}
-	if u, ok := obj.(*unstructured.Unstructured); ok {
+// transformFor is the transform of an informer as spec asks: managedFields dropped, or for a slim
+// cache (spec.AppliedBy) only what mapping.Slim keeps; then held as a framework.Compact, or, decoded,
+// with field names shared (internKeys). Anything but an unstructured object (a Compact, a tombstone)
+// is kept as it is, and so is an object already slim: client-go may pass an object twice.
+func transformFor(spec Spec, compact bool) cache.TransformFunc {
+	return func(obj interface{}) (interface{}, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return obj, nil
+		}
+		if spec.AppliedBy == "" {
+			u.SetManagedFields(nil)
+		} else if _, done := u.Object[mapping.AppliedField]; !done {
+			u = mapping.Slim(u, spec.AppliedBy)
+		}
+		if compact {
+			return framework.Compacted(u)
+		}
 		internKeys(u.Object)
-	}
-	return obj, nil
-}
-
-// slimApplied is the transform of a slim cache (Spec.AppliedBy): mapping.Slim, with field names
-// shared as slim shares them. Idempotent, as client-go asks: an object already slim is kept (its
-// managedFields are gone, its digest could not be made again).
-func slimApplied(obj interface{}, manager string) (interface{}, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return slim(obj)
-	}
-	if _, done := u.Object[mapping.AppliedDigestField]; done {
 		return u, nil
 	}
-	s := mapping.Slim(u, manager)
-	internKeys(s.Object)
-	return s, nil
 }
 
 // internKeys replaces the keys of every map in v by their canonical copies; values are unchanged.

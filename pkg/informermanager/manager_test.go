@@ -21,6 +21,8 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubestellar/syncer/pkg/framework"
+	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/problem"
 )
 
@@ -138,10 +140,12 @@ func TestAddRemoveReAdd(t *testing.T) {
 	waitFor(t, "goroutines to exit after Stop", func() bool { return runtime.NumGoroutine() <= baseline })
 }
 
-// TestTransformDropsManagedFields: caches hold no managedFields.
-func TestTransformDropsManagedFields(t *testing.T) {
+// TestTransform: caches hold objects as framework.Compacts without managedFields; a slim cache
+// holds no content.
+func TestTransform(t *testing.T) {
 	obj := cm("a", "with-fields")
 	obj.Object["metadata"].(map[string]interface{})["managedFields"] = []interface{}{map[string]interface{}{"manager": "kubectl"}}
+	obj.Object["data"] = map[string]interface{}{"k": "v"}
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(), map[schema.GroupVersionResource]string{cms: "ConfigMapList"}, obj)
 	m := New("test", client, nil, 0)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -151,9 +155,24 @@ func TestTransformDropsManagedFields(t *testing.T) {
 	m.Set(map[schema.GroupVersionResource]Spec{cms: {}})
 	var inf cache.SharedIndexInformer
 	waitFor(t, "sync", func() bool { var ok bool; inf, ok = m.Synced(cms); return ok })
-	got := inf.GetStore().List()[0].(*unstructured.Unstructured)
+	held, ok := inf.GetStore().List()[0].(*framework.Compact)
+	if !ok {
+		t.Fatalf("the cache holds a %T, want a *framework.Compact", inf.GetStore().List()[0])
+	}
+	got := framework.ObjectOf(held)
 	if len(got.GetManagedFields()) != 0 {
 		t.Fatal("managedFields kept in the cache")
+	}
+	if got.GetName() != "with-fields" || got.Object["data"] == nil {
+		t.Errorf("the cache's object decodes as %v", got.Object)
+	}
+
+	// A slim cache keeps no content, and the digest of what the apply manager owns.
+	m.Set(map[schema.GroupVersionResource]Spec{cms: {AppliedBy: "kubectl"}})
+	waitFor(t, "sync of the slim cache", func() bool { var ok bool; inf, ok = m.Synced(cms); return ok && len(inf.GetStore().List()) == 1 })
+	got = framework.ObjectOf(inf.GetStore().List()[0])
+	if _, ok := got.Object[mapping.AppliedField]; !ok || got.Object["data"] != nil || got.GetName() != "with-fields" {
+		t.Errorf("the slim cache's object decodes as %v", got.Object)
 	}
 }
 

@@ -141,7 +141,7 @@ func (h *Hub) newEntry(key hubKey) *hubEntry {
 			kcpcache.ClusterAndNamespaceIndexName: kcpcache.ClusterAndNamespaceIndexFunc,
 		}
 	}
-	e.informer = informermanager.NewInformer(h.lister(key.gvr), key.spec, &e.health, nil, key.gvr.String(), indexers, newInformer)
+	e.informer = informermanager.NewInformer(h.lister(key.gvr), key.spec, false, &e.health, nil, key.gvr.String(), indexers, newInformer)
 	return e
 }
 

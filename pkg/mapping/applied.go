@@ -13,12 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// AppliedDigestField is the top-level field under which an edge object in a slim cache (Slim) keeps
-// AppliedDigest: no API has a field of that name (it holds a "/"), so it never meets a real one.
-const AppliedDigestField = "edge.kubestellar.io/applied-digest"
+// AppliedField is the top-level field under which an edge object in a slim cache (Slim) keeps
+// AppliedFields: no API has a field of that name (it holds a "/"), so it never meets a real one.
+const AppliedField = "edge.kubestellar.io/applied"
 
 // appliedStrip are the metadata fields server-side apply never records as owned (the apiserver
-// strips them from every field set), and that DesiredDigest leaves out for that reason.
+// strips them from every field set); UpToDate leaves them out of the desired object.
 var appliedStrip = []string{
 	"name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp", "managedFields",
 	"selfLink", "deletionTimestamp", "deletionGracePeriodSeconds",
@@ -26,10 +26,10 @@ var appliedStrip = []string{
 
 // Slim is what a cache of edge objects that the syncer writes by server-side apply keeps of one:
 // apiVersion, kind, metadata without managedFields, status (status return reads it), a Service's
-// spec.clusterIP (ReplaceOnly reads it) and, under AppliedDigestField, the digest of the values of
-// the fields that the apply manager manager owns (AppliedDigest). UpToDate compares that digest with
-// the desired object's (DesiredDigest) instead of the object's content, which the cache then need not
-// hold: the field values are most of an object's size. obj is not changed.
+// spec.clusterIP (ReplaceOnly reads it) and, under AppliedField, AppliedFields: the fields that the
+// apply manager manager owns, each with a digest of its value. UpToDate compares the desired object
+// with those instead of with the object's content, which the cache then need not hold: the field
+// values are most of an object's size. obj is not changed.
 func Slim(obj *unstructured.Unstructured, manager string) *unstructured.Unstructured {
 	out := make(map[string]interface{}, 5)
 	for _, k := range []string{"apiVersion", "kind", "status"} {
@@ -49,17 +49,18 @@ func Slim(obj *unstructured.Unstructured, manager string) *unstructured.Unstruct
 	if ip, ok, _ := unstructured.NestedString(obj.Object, "spec", "clusterIP"); ok {
 		out["spec"] = map[string]interface{}{"clusterIP": ip}
 	}
-	out[AppliedDigestField] = AppliedDigest(obj, manager)
+	out[AppliedField] = AppliedFields(obj, manager)
 	return &unstructured.Unstructured{Object: out}
 }
 
-// AppliedDigest is the digest of the values of obj's fields that the apply manager manager owns, as
-// its managedFields entry (operation Apply, on the object itself, not a subresource) lists them; ""
-// when it has no such entry or the entry cannot be read. While nobody else changes those fields it
-// equals DesiredDigest of the object last applied: a field someone else changes (an update, or an
-// apply that forces it) leaves the manager's set, and a field someone removes leaves every set, so
-// drift changes the digest.
-func AppliedDigest(obj *unstructured.Unstructured, manager string) string {
+// AppliedFields are the fields of obj that the apply manager manager owns, as its managedFields
+// entry (operation Apply, on the object itself, not a subresource) lists them, in the object's shape:
+// maps of the fields named, lists of the elements named (in obj's order), and at each field the set
+// names no further (a scalar, an atomic map or list, or a map applied empty) a digest of its value.
+// Status is left out (the edge's). An empty map when the manager has no entry. A field someone else
+// changes (an update, or an apply that forces it) leaves the manager's set, and a field someone
+// removes leaves every set, so drift shows in them (appliedMatch).
+func AppliedFields(obj *unstructured.Unstructured, manager string) map[string]interface{} {
 	entries, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", "managedFields")
 	list, _ := entries.([]interface{})
 	var owned map[string]interface{}
@@ -71,7 +72,7 @@ func AppliedDigest(obj *unstructured.Unstructured, manager string) string {
 		}
 		set, ok := entry["fieldsV1"].(map[string]interface{})
 		if !ok {
-			return ""
+			continue
 		}
 		if owned == nil {
 			owned = set
@@ -82,19 +83,58 @@ func AppliedDigest(obj *unstructured.Unstructured, manager string) string {
 		}
 		owned = mergeSets(owned, set)
 	}
-	if owned == nil {
-		return ""
+	fields, _ := project(obj.Object, owned).(map[string]interface{})
+	if fields == nil {
+		return map[string]interface{}{}
 	}
-	projected, _ := project(obj.Object, owned).(map[string]interface{})
-	delete(projected, "status") // as DesiredDigest: status is the edge's
-	return digestOf(projected)
+	delete(fields, "status")
+	return fields
 }
 
-// DesiredDigest is the digest of what applying desired makes its apply manager own: its content
-// without what server-side apply never records (apiVersion, kind, identity and bookkeeping in
-// metadata), without status (the edge's), and without empty values (an empty map, list or null owns
-// nothing, or nothing with a value).
-func DesiredDigest(desired *unstructured.Unstructured) string {
+// appliedMatch tells whether the fields an apply manager owns (AppliedFields) hold what want, the
+// object it last applied, asks for: every field of want with a value is owned, with the same value.
+// A field want leaves empty (null, {} or []) matches whatever is there: applied empty, the field is
+// owned but others may fill it (the edge's labels on a Job's template, a LimitRange's resources).
+// The caller has checked that want is what was last applied (the hash annotation): a field owned
+// but not in want is one applied empty.
+func appliedMatch(want interface{}, have interface{}) bool {
+	want, nonEmpty := normalize(want)
+	if !nonEmpty {
+		return true
+	}
+	switch h := have.(type) {
+	case string: // the digest of an owned field's value
+		return h == valueDigest(want)
+	case map[string]interface{}:
+		w, ok := want.(map[string]interface{})
+		if !ok {
+			return false
+		}
+		for k, wv := range w {
+			hv, owned := h[k]
+			if !owned || !appliedMatch(wv, hv) {
+				return false
+			}
+		}
+		return true
+	case []interface{}:
+		w, ok := want.([]interface{})
+		if !ok || len(w) != len(h) {
+			return false
+		}
+		for i := range w {
+			if !appliedMatch(w[i], h[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// desiredFields is what UpToDate compares of the desired object: without what server-side apply
+// never records (apiVersion, kind, identity and bookkeeping in metadata), and without status.
+func desiredFields(desired *unstructured.Unstructured) map[string]interface{} {
 	content := make(map[string]interface{}, len(desired.Object))
 	for k, v := range desired.Object {
 		switch k {
@@ -113,18 +153,18 @@ func DesiredDigest(desired *unstructured.Unstructured) string {
 			content[k] = v
 		}
 	}
-	return digestOf(content)
+	return content
 }
 
-// digestOf is the digest of a value with its empty values left out; "" when it cannot be encoded.
-func digestOf(v map[string]interface{}) string {
+// valueDigest is the digest of a value with its empty values left out: 16 hex digits of its SHA-256.
+func valueDigest(v interface{}) string {
 	normal, _ := normalize(v)
 	data, err := json.Marshal(normal)
 	if err != nil {
 		return ""
 	}
 	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:16])
+	return hex.EncodeToString(sum[:8])
 }
 
 // normalize leaves out nulls, and maps and lists that are empty once normalized (list elements stay,
@@ -161,11 +201,12 @@ func normalize(v interface{}) (out interface{}, ok bool) {
 // project is the part of value v that the field set set (a managedFields entry's FieldsV1, decoded)
 // names: "f:<name>" a map's field, "k:<keys>" the element of an associative list whose key fields
 // have those values, "v:<value>" the element of a set with that value, "i:<index>" the element at
-// that index; "." marks the element itself. A set that names nothing below it owns v whole (a leaf,
-// or an atomic map or list). Elements keep v's order. nil when nothing named is in v.
+// that index; "." marks the element itself. Where the set names nothing below a value (a scalar, an
+// atomic map or list, a map applied empty) it is replaced by its digest (valueDigest). Elements keep
+// v's order. nil when nothing named is in v.
 func project(v interface{}, set map[string]interface{}) interface{} {
 	if !namesChildren(set) {
-		return v
+		return valueDigest(v)
 	}
 	switch t := v.(type) {
 	case map[string]interface{}:
@@ -200,7 +241,7 @@ func project(v interface{}, set map[string]interface{}) interface{} {
 		}
 		return out
 	default:
-		return v // a scalar where the set names fields: the set is of another shape; keep the value
+		return valueDigest(v) // a scalar where the set names fields: the set is of another shape
 	}
 }
 

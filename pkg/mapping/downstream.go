@@ -170,7 +170,8 @@ func contentHash(obj *unstructured.Unstructured) (string, error) {
 // for: the same digest (so nothing was removed upstream since the last apply) and every field of the
 // desired object with the same value (so nobody changed a field the syncer owns). Fields the desired
 // object does not name (defaults, fields of edge controllers, status) are not compared. An object of
-// a slim cache (Slim) holds no content: the fields its apply manager owns are compared by digest.
+// a slim cache (Slim) holds no content: the fields its apply manager owns are compared, each by the
+// digest of its value (appliedMatch).
 func UpToDate(desired, actual *unstructured.Unstructured) bool {
 	if actual == nil {
 		return false
@@ -178,8 +179,8 @@ func UpToDate(desired, actual *unstructured.Unstructured) bool {
 	if desired.GetAnnotations()[HashAnnotation] != actual.GetAnnotations()[HashAnnotation] {
 		return false
 	}
-	if applied, ok := actual.Object[AppliedDigestField].(string); ok {
-		return applied != "" && applied == DesiredDigest(desired)
+	if applied, ok := actual.Object[AppliedField].(map[string]interface{}); ok {
+		return appliedMatch(desiredFields(desired), applied)
 	}
 	return Subset(desired.Object, actual.Object)
 }

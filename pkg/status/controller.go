@@ -147,7 +147,7 @@ func (c *Controller) EnqueueResource(gr schema.GroupResource) {
 		return
 	}
 	for _, obj := range inf.GetStore().List() {
-		if u, ok := obj.(*unstructured.Unstructured); ok && mapping.OwnedDownstream(u) {
+		if u := framework.MetaOf(obj); u != nil && mapping.OwnedDownstream(u) {
 			c.queue.Add(framework.Key{GVR: r.Upstream, Namespace: u.GetNamespace(), Name: r.Rename.UpName(u.GetName())})
 		}
 	}

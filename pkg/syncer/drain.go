@@ -3,6 +3,7 @@ package syncer
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/mapping"
 )
 
@@ -34,7 +35,7 @@ func (s *Syncer) Drained() bool {
 			return false
 		}
 		for _, obj := range inf.GetStore().List() {
-			if u, ok := obj.(*unstructured.Unstructured); ok && s.deletable(u) {
+			if u := framework.MetaOf(obj); u != nil && s.deletable(u) {
 				return false
 			}
 		}

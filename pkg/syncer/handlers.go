@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/selection"
 )
 
@@ -53,25 +54,48 @@ func (h sideHandlers) EarlyDone(gvr schema.GroupVersionResource) {
 	}
 }
 
-// fanOut passes each event to several handlers.
+// fanOut passes each event to several handlers. An object the cache holds as a Compact is decoded
+// once for all of them (framework.ObjectOf).
 type fanOut []cache.ResourceEventHandler
 
 func (f fanOut) OnAdd(obj interface{}, isInInitialList bool) {
+	obj = decodedOnce(obj)
 	for _, h := range f {
 		h.OnAdd(obj, isInInitialList)
 	}
 }
 
 func (f fanOut) OnUpdate(oldObj, newObj interface{}) {
+	oldObj, newObj = decodedOnce(oldObj), decodedOnce(newObj)
 	for _, h := range f {
 		h.OnUpdate(oldObj, newObj)
 	}
 }
 
 func (f fanOut) OnDelete(obj interface{}) {
+	obj = decodedOnce(obj)
 	for _, h := range f {
 		h.OnDelete(obj)
 	}
+}
+
+// decodedOnce is an event's object decoded when the cache holds it as a Compact (a tombstone's
+// decoded inside the tombstone); anything else as it is.
+func decodedOnce(obj interface{}) interface{} {
+	switch t := obj.(type) {
+	case *framework.Compact:
+		if u := framework.ObjectOf(t); u != nil {
+			return u
+		}
+	case cache.DeletedFinalStateUnknown:
+		if c, ok := t.Obj.(*framework.Compact); ok {
+			if u := framework.ObjectOf(c); u != nil {
+				t.Obj = u
+				return t
+			}
+		}
+	}
+	return obj
 }
 
 func grNames(m map[schema.GroupResource]*selection.Resource) []string {

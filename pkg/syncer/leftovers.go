@@ -7,11 +7,11 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/selection"
 )
@@ -130,7 +130,7 @@ func scanOwned(ctx context.Context, client dynamic.Interface, idx *selection.Ind
 // holdsLabelled tells whether an informer's cache holds an object with the label key=value.
 func holdsLabelled(inf cache.SharedIndexInformer, key, value string) bool {
 	for _, obj := range inf.GetStore().List() {
-		if u, ok := obj.(*unstructured.Unstructured); ok && u.GetLabels()[key] == value {
+		if u := framework.MetaOf(obj); u != nil && u.GetLabels()[key] == value {
 			return true
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/metrics"
@@ -85,7 +86,7 @@ func (s *Syncer) countObjects(add func(direction, resource string, n int)) {
 func countCached(inf cache.SharedIndexInformer, pred func(*unstructured.Unstructured) bool) int {
 	n := 0
 	for _, obj := range inf.GetStore().List() {
-		if u, ok := obj.(*unstructured.Unstructured); ok && pred(u) {
+		if u := framework.MetaOf(obj); u != nil && pred(u) {
 			n++
 		}
 	}
