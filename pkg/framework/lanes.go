@@ -10,6 +10,7 @@ import "sync"
 type lanes struct {
 	front, back []Key
 	inFront     map[Key]struct{}
+	frontPeak   int // most keys in front since inFront was made anew
 	// moved counts, per key, the places in back that a move to the front left behind.
 	moved map[Key]int
 	stale int // sum of moved
@@ -63,14 +64,27 @@ func (l *lanes) Touch(key Key) {
 func (l *lanes) toFront(key Key) {
 	l.front = append(l.front, key)
 	l.inFront[key] = struct{}{}
+	l.frontPeak = max(l.frontPeak, len(l.inFront))
 }
 
 func (l *lanes) Len() int { return len(l.front) + len(l.back) - l.stale }
 
 func (l *lanes) Pop() Key {
+	key := l.next()
+	if len(l.front) == 0 && len(l.back) == l.stale && l.stale > 0 {
+		// Only the places of keys moved to the front are left: they would stay until the next key.
+		l.back, l.moved, l.stale = nil, map[Key]int{}, 0
+	}
+	return key
+}
+
+func (l *lanes) next() Key {
 	if len(l.front) > 0 {
 		key := pop(&l.front)
 		delete(l.inFront, key)
+		if len(l.inFront) == 0 && l.frontPeak > shrinkAfter {
+			l.inFront, l.frontPeak = map[Key]struct{}{}, 0 // give back what a backlog took
+		}
 		return key
 	}
 	for {
@@ -88,9 +102,12 @@ func (l *lanes) Pop() Key {
 	}
 }
 
+// pop takes a lane's first key; an emptied lane lets its array go (a backlog's would stay).
 func pop(s *[]Key) Key {
 	key := (*s)[0]
 	(*s)[0] = Key{} // let the key's strings go
-	*s = (*s)[1:]
+	if *s = (*s)[1:]; len(*s) == 0 {
+		*s = nil
+	}
 	return key
 }

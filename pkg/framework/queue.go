@@ -51,7 +51,7 @@ func NewQueue(name string, provider workqueue.MetricsProvider, process ProcessFu
 		&workqueue.TypedBucketRateLimiter[Key]{Limiter: rate.NewLimiter(rate.Limit(50), 500)},
 	)
 	l := newLanes()
-	q := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[Key]{Name: name, MetricsProvider: provider, Queue: l})
+	q := newBaseQueue(name, l, provider)
 	return &Queue{
 		name: name,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[Key]{Name: name, MetricsProvider: provider,
