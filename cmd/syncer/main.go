@@ -110,6 +110,7 @@ func run(opts *options.Options, stdout, stderr io.Writer) error {
 	defer cancel()
 	logger := klog.FromContext(ctx).WithValues("syncTarget", opts.SyncTargetName)
 	ctx = klog.NewContext(ctx, logger)
+	setMemoryLimit(logger, cgroupRoot, opts.MemoryLimitRatio)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -39,6 +39,9 @@ type Options struct {
 	HealthProbeBindAddress string
 	Profiling              bool
 	HeartbeatPeriod        time.Duration
+	// MemoryLimitRatio is the share of the container's memory limit given to the Go runtime as its
+	// soft limit (unless GOMEMLIMIT is set); 0 leaves the runtime without one.
+	MemoryLimitRatio float64
 
 	LeaderElect                  bool
 	LeaderElectResourceNamespace string
@@ -92,6 +95,7 @@ func NewOptions() *Options {
 		MetricsBindAddress:     ":8080",
 		HealthProbeBindAddress: ":8081",
 		HeartbeatPeriod:        20 * time.Second,
+		MemoryLimitRatio:       0.9,
 
 		// The leader renews every retry period (6 Lease updates a minute, not client-go's 30 at 2 s);
 		// a standby takes over within a retry period of a release, a lease duration of a crash.
@@ -123,6 +127,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz (live) and /readyz (synced and connected); \"0\" disables them.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's /debug/pprof on the metrics address (heap?gc=1 collects first: what the benchmark reads).")
+	fs.Float64Var(&o.MemoryLimitRatio, "memory-limit-ratio", o.MemoryLimitRatio, "Share of the container's memory limit (its cgroup's) that the Go runtime keeps to, collecting garbage harder as it nears it instead of being killed; ignored when $GOMEMLIMIT is set or there is no limit; 0 disables it.")
 	fs.DurationVar(&o.HeartbeatPeriod, "heartbeat-period", o.HeartbeatPeriod, "How often the heartbeat and conditions are written on every SyncerConfig's status; 0 disables it.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Run only while holding a Lease in the edge cluster, so that several replicas are safe; only the leader watches and writes.")
 	fs.StringVar(&o.LeaderElectResourceNamespace, "leader-elect-resource-namespace", o.LeaderElectResourceNamespace, "Namespace of the Lease at the edge (default: $POD_NAMESPACE).")
@@ -196,6 +201,9 @@ func (o *Options) Validate() error {
 		if w.n < 1 {
 			errs = append(errs, fmt.Sprintf("%s must be at least 1 (got %d)", w.flag, w.n))
 		}
+	}
+	if o.MemoryLimitRatio < 0 || o.MemoryLimitRatio > 1 {
+		errs = append(errs, fmt.Sprintf("--memory-limit-ratio must be between 0 and 1 (got %v)", o.MemoryLimitRatio))
 	}
 	if o.HeartbeatPeriod < 0 {
 		errs = append(errs, "--heartbeat-period must not be negative")
