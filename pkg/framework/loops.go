@@ -40,6 +40,9 @@ type loops struct {
 	keys map[Key]*loopState
 	// swept is when keys was last rid of the keys with nothing to remember.
 	swept time.Time
+	// peak is the most keys since keys was made anew: a map keeps the size it grew to, and an
+	// initial sync writes every object.
+	peak int
 }
 
 // sweep forgets, at most once per LoopWindow, the keys that have nothing left to count: no write
@@ -54,6 +57,13 @@ func (l *loops) sweep(now time.Time) {
 		if st.backoff == 0 && (len(st.writes) == 0 || now.Sub(st.writes[len(st.writes)-1]) >= LoopWindow) {
 			delete(l.keys, k)
 		}
+	}
+	if l.peak > shrinkAfter && len(l.keys) < l.peak/4 {
+		kept := make(map[Key]*loopState, len(l.keys)) // give back what a burst of writes took
+		for k, st := range l.keys {
+			kept[k] = st
+		}
+		l.keys, l.peak = kept, len(kept)
 	}
 }
 
@@ -108,6 +118,7 @@ func (w *Writes) Wrote(ctx context.Context, key Key, content string, recreated b
 	if st == nil || st.content != content {
 		st = &loopState{content: content, backoff: backoffOf(st)}
 		w.loops.keys[key] = st
+		w.loops.peak = max(w.loops.peak, len(w.loops.keys))
 	}
 	kept := st.writes[:0]
 	for _, t := range st.writes {

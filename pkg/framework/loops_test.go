@@ -2,6 +2,8 @@ package framework
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -91,5 +93,24 @@ func TestLoopStateForgotten(t *testing.T) {
 	l.sweep(now.Add(time.Second))
 	if _, ok := l.keys[old]; !ok {
 		t.Error("swept twice within the window")
+	}
+}
+
+// TestLoopStateMadeAnewAfterABurst: once a burst of writes (an initial sync) is forgotten, the map
+// that held it is made anew with what is left (a map keeps the size it grew to).
+func TestLoopStateMadeAnewAfterABurst(t *testing.T) {
+	now := time.Now()
+	l := &loops{keys: map[Key]*loopState{}}
+	for i := range shrinkAfter + 10 {
+		l.keys[Key{Name: fmt.Sprint(i)}] = &loopState{content: "c", writes: []time.Time{now.Add(-2 * LoopWindow)}}
+	}
+	looped := Key{Name: "looped"}
+	l.keys[looped] = &loopState{content: "c", backoff: LoopBackoff}
+	l.peak = len(l.keys)
+	before := reflect.ValueOf(l.keys).Pointer()
+	l.sweep(now)
+	if len(l.keys) != 1 || l.keys[looped] == nil || l.peak != 1 || reflect.ValueOf(l.keys).Pointer() == before {
+		t.Errorf("after the sweep: %d keys, peak %d, same map %v; want the backed-off key alone in a new map",
+			len(l.keys), l.peak, reflect.ValueOf(l.keys).Pointer() == before)
 	}
 }
