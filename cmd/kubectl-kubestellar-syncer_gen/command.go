@@ -89,7 +89,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Burst, "burst", o.Burst, "The syncer's --burst.")
 	fs.IntVar(&o.Verbosity, "syncer-verbosity", o.Verbosity, "The syncer's -v.")
 	fs.StringVar(&o.resources.RequestsCPU, "requests-cpu", o.resources.RequestsCPU, "CPU the syncer container requests; empty: no request.")
-	fs.IntVar(&o.expectedObjects, "expected-objects", o.expectedObjects, "How many objects the syncer will hold: those of the selected resources upstream (every namespace's, in a shared upstream). The memory request and limit derive from it (48Mi + 16Ki per object; the limit room for twice the objects, at least 256Mi) unless --requests-memory or --limits-memory is given.")
+	fs.IntVar(&o.expectedObjects, "expected-objects", o.expectedObjects, "How many objects the syncer will hold: those of the selected resources upstream (every namespace's, in a shared upstream). The memory request and limit derive from it (64Mi + 8Ki per object; the limit room for twice the objects, at least 256Mi) unless --requests-memory or --limits-memory is given.")
 	fs.StringVar(&o.resources.RequestsMemory, "requests-memory", o.resources.RequestsMemory, "Memory the syncer container requests; empty: no request. Default: derived from --expected-objects.")
 	fs.StringVar(&o.resources.LimitsCPU, "limits-cpu", o.resources.LimitsCPU, "CPU limit of the syncer container; empty (the default): none, so that a resync is not throttled.")
 	fs.StringVar(&o.resources.LimitsMemory, "limits-memory", o.resources.LimitsMemory, "Memory limit of the syncer container; empty: none. Default: derived from --expected-objects.")

@@ -79,7 +79,7 @@ func TestRunWritesManifestAndHelmValues(t *testing.T) {
 		return *s
 	}
 	if r := values.Resources; str(r["requests"]["cpu"]) != "250m" || str(r["requests"]["memory"]) != "null" || str(r["limits"]["cpu"]) != "2" ||
-		str(r["limits"]["memory"]) != "3184Mi" {
+		str(r["limits"]["memory"]) != "1632Mi" {
 		t.Errorf("resources %s", data)
 	}
 
@@ -108,7 +108,7 @@ func TestRunWritesManifestAndHelmValues(t *testing.T) {
 	}
 	res := dep.Spec.Template.Spec.Containers[0].Resources
 	if !res.Requests.Cpu().Equal(resource.MustParse("250m")) || res.Requests.Memory().Value() != 0 || !res.Limits.Cpu().Equal(resource.MustParse("2")) ||
-		!res.Limits.Memory().Equal(resource.MustParse("3184Mi")) {
+		!res.Limits.Memory().Equal(resource.MustParse("1632Mi")) {
 		t.Errorf("Deployment resources %+v", res)
 	}
 	if !strings.Contains(string(data), "- --sync-target-uid="+fakeUID+"\n") {
@@ -193,9 +193,9 @@ func TestExpectedObjects(t *testing.T) {
 		request, limit string
 		wantErr        string
 	}{
-		{nil, "208Mi", "368Mi", ""},
-		{[]string{"--expected-objects=100000"}, "1616Mi", "3184Mi", ""},
-		{[]string{"--expected-objects=100000", "--limits-memory=4Gi"}, "1616Mi", "4Gi", ""},
+		{nil, "144Mi", "256Mi", ""},
+		{[]string{"--expected-objects=100000"}, "848Mi", "1632Mi", ""},
+		{[]string{"--expected-objects=100000", "--limits-memory=4Gi"}, "848Mi", "4Gi", ""},
 		{[]string{"--expected-objects=0", "--requests-memory=100Mi"}, "100Mi", "256Mi", ""},
 		{[]string{"--expected-objects=1000", "--requests-memory=", "--limits-memory="}, "", "", ""},
 		{[]string{"--expected-objects=-1"}, "", "", "--expected-objects must not be negative"},

@@ -103,8 +103,8 @@ func TestHelmValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	v = values(t, data)
-	for path, want := range map[string]interface{}{"resources.requests.cpu": "100m", "resources.requests.memory": "208Mi",
-		"resources.limits.memory": "368Mi"} {
+	for path, want := range map[string]interface{}{"resources.requests.cpu": "100m", "resources.requests.memory": "144Mi",
+		"resources.limits.memory": "256Mi"} {
 		if got, ok := lookup(v, path); !ok || got != want {
 			t.Errorf("defaults: %s = %#v, want %#v", path, got, want)
 		}

@@ -19,12 +19,13 @@ const (
 // The syncer's measured memory cost (docs/performance.md, issue #15's memory scenario: ConfigMaps
 // of about 1.2 KiB synced at the default flags, from 1,000 to 100,000 objects).
 const (
-	// MemoryBase is the RSS of a syncer with nothing selected: measured 37 MiB, rounded up for
-	// the discovery documents of a cluster with many more APIs than the bench's.
-	MemoryBase int64 = 48 << 20
-	// MemoryPerObject is the RSS per synced object: measured 14.4–15.0 KB (the upstream object and
-	// its edge copy, decoded, with the headroom Go's garbage collector leaves), rounded up.
-	MemoryPerObject int64 = 16 << 10
+	// MemoryBase is the RSS of a syncer with nothing selected: measured 52.7–53.2 MiB, rounded up
+	// for the discovery documents of a cluster with many more APIs than the bench's.
+	MemoryBase int64 = 64 << 20
+	// MemoryPerObject is the RSS per synced object: measured 7.1–7.9 KB from 10,000 to 100,000
+	// objects (the upstream object as JSON, a slim edge copy, with the headroom Go's garbage
+	// collector leaves), rounded up.
+	MemoryPerObject int64 = 8 << 10
 	// DefaultExpectedObjects is --expected-objects' default.
 	DefaultExpectedObjects = 10000
 

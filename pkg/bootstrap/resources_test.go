@@ -17,12 +17,12 @@ func TestMemoryFor(t *testing.T) {
 		objects        int
 		request, limit string
 	}{
-		{0, "48Mi", "256Mi"},
-		{1000, "64Mi", "256Mi"},         // 48Mi + 15.6Mi
-		{6000, "144Mi", "256Mi"},        // 48Mi + 93.75Mi; the limit's 235.5Mi is below the floor
-		{10000, "208Mi", "368Mi"},       // 48Mi + 156.25Mi; 48Mi + 312.5Mi
-		{100000, "1616Mi", "3184Mi"},    // 48Mi + 1,562.5Mi; 48Mi + 3,125Mi
-		{1000000, "15680Mi", "31312Mi"}, // 48Mi + 15,625Mi; 48Mi + 31,250Mi
+		{0, "64Mi", "256Mi"},
+		{1000, "80Mi", "256Mi"},        // 64Mi + 7.8Mi
+		{10000, "144Mi", "256Mi"},      // 64Mi + 78.1Mi; the limit's 220.25Mi is below the floor
+		{30000, "304Mi", "544Mi"},      // 64Mi + 234.4Mi; 64Mi + 468.75Mi
+		{100000, "848Mi", "1632Mi"},    // 64Mi + 781.25Mi; 64Mi + 1,562.5Mi
+		{1000000, "7888Mi", "15696Mi"}, // 64Mi + 7,812.5Mi; 64Mi + 15,625Mi
 	} {
 		request, limit := MemoryFor(tc.objects)
 		if request.String() != tc.request || limit.String() != tc.limit {
@@ -39,7 +39,7 @@ func TestMemoryFor(t *testing.T) {
 // base. A change of the constants that no longer covers the measurements fails here.
 func TestMemoryForCoversMeasured(t *testing.T) {
 	const mib = 1 << 20
-	for objects, rssMiB := range map[int]float64{0: 37.0, 1000: 62.4, 10000: 203, 100000: 1470} {
+	for objects, rssMiB := range map[int]float64{0: 53.2, 1000: 62.4, 10000: 133, 100000: 772} {
 		request, limit := MemoryFor(objects)
 		if float64(request.Value()) < rssMiB*mib {
 			t.Errorf("%d objects: request %s below the measured RSS %.1f MiB", objects, request.String(), rssMiB)
@@ -62,8 +62,8 @@ func TestResourcesRequirements(t *testing.T) {
 		wantErr []string // each must be in the error
 	}{
 		{name: "defaults", in: DefaultResources(), want: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: q("100m"), corev1.ResourceMemory: q("208Mi")},
-			Limits:   corev1.ResourceList{corev1.ResourceMemory: q("368Mi")}}},
+			Requests: corev1.ResourceList{corev1.ResourceCPU: q("100m"), corev1.ResourceMemory: q("144Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: q("256Mi")}}},
 		{name: "all set", in: Resources{RequestsCPU: "0.25", RequestsMemory: "256Mi", LimitsCPU: "2", LimitsMemory: "2G"}, want: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: q("250m"), corev1.ResourceMemory: q("256Mi")},
 			Limits:   corev1.ResourceList{corev1.ResourceCPU: q("2"), corev1.ResourceMemory: q("2G")}}},
