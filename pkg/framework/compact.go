@@ -94,7 +94,9 @@ func (c *Compact) Head() (*unstructured.Unstructured, error) {
 // Size is the bytes of JSON the Compact holds.
 func (c *Compact) Size() int { return len(c.head) + len(c.rest) }
 
-// GetObjectMeta gives client-go's key and index functions (meta.Accessor) what they read.
+// GetObjectMeta gives client-go's key and index functions (meta.Accessor) what they read: namespace,
+// name, uid and resourceVersion. Not labels or annotations: an index or lister by label would see
+// none (the syncer's caches have none).
 func (c *Compact) GetObjectMeta() metav1.Object {
 	return &metav1.ObjectMeta{Namespace: c.namespace, Name: c.name, UID: c.uid, ResourceVersion: c.resourceVersion}
 }

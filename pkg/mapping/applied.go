@@ -55,8 +55,9 @@ func Slim(obj *unstructured.Unstructured, manager string) *unstructured.Unstruct
 
 // AppliedFields are the fields of obj that the apply manager manager owns, as its managedFields
 // entry (operation Apply, on the object itself, not a subresource) lists them, in the object's shape:
-// maps of the fields named, lists of the elements named (in obj's order), and at each field the set
-// names no further (a scalar, an atomic map or list, or a map applied empty) a digest of its value.
+// maps of the fields named, lists of the elements named (in obj's order), and below the fields the
+// set names no further (a scalar, an atomic map or list, or a map applied empty) the value's shape
+// with a digest of each scalar.
 // Status is left out (the edge's). An empty map when the manager has no entry. A field someone else
 // changes (an update, or an apply that forces it) leaves the manager's set, and a field someone
 // removes leaves every set, so drift shows in them (appliedMatch).
@@ -83,6 +84,9 @@ func AppliedFields(obj *unstructured.Unstructured, manager string) map[string]in
 		}
 		owned = mergeSets(owned, set)
 	}
+	if owned == nil {
+		return map[string]interface{}{}
+	}
 	fields, _ := project(obj.Object, owned).(map[string]interface{})
 	if fields == nil {
 		return map[string]interface{}{}
@@ -92,25 +96,24 @@ func AppliedFields(obj *unstructured.Unstructured, manager string) map[string]in
 }
 
 // appliedMatch tells whether the fields an apply manager owns (AppliedFields) hold what want, the
-// object it last applied, asks for: every field of want with a value is owned, with the same value.
-// A field want leaves empty (null, {} or []) matches whatever is there: applied empty, the field is
-// owned but others may fill it (the edge's labels on a Job's template, a LimitRange's resources).
-// The caller has checked that want is what was last applied (the hash annotation): a field owned
-// but not in want is one applied empty.
+// object it last applied, asks for: every field of want is owned (a null one is not applied), and
+// every scalar in it has the digest of want's value; fields and list elements are matched as the
+// object's shape gives them, so a map may hold more than want (defaults the edge adds inside an
+// atomic value) but a list holds as many elements. A map or list want leaves empty only has to be
+// owned: applied empty, others may fill it (the edge's labels on a Job's template, a LimitRange's
+// resources). The caller has checked that want is what was last applied (the hash annotation): a
+// field owned but not in want is one applied empty.
 func appliedMatch(want interface{}, have interface{}) bool {
-	want, nonEmpty := normalize(want)
-	if !nonEmpty {
-		return true
-	}
-	switch h := have.(type) {
-	case string: // the digest of an owned field's value
-		return h == valueDigest(want)
+	switch w := want.(type) {
 	case map[string]interface{}:
-		w, ok := want.(map[string]interface{})
+		h, ok := have.(map[string]interface{})
 		if !ok {
-			return false
+			return len(w) == 0
 		}
 		for k, wv := range w {
+			if wv == nil {
+				continue
+			}
 			hv, owned := h[k]
 			if !owned || !appliedMatch(wv, hv) {
 				return false
@@ -118,8 +121,11 @@ func appliedMatch(want interface{}, have interface{}) bool {
 		}
 		return true
 	case []interface{}:
-		w, ok := want.([]interface{})
-		if !ok || len(w) != len(h) {
+		h, ok := have.([]interface{})
+		if !ok || len(w) == 0 {
+			return len(w) == 0
+		}
+		if len(w) != len(h) {
 			return false
 		}
 		for i := range w {
@@ -128,8 +134,9 @@ func appliedMatch(want interface{}, have interface{}) bool {
 			}
 		}
 		return true
+	default:
+		return have == valueDigest(want)
 	}
-	return false
 }
 
 // desiredFields is what UpToDate compares of the desired object: without what server-side apply
@@ -154,6 +161,28 @@ func desiredFields(desired *unstructured.Unstructured) map[string]interface{} {
 		}
 	}
 	return content
+}
+
+// digests is v in its shape, nulls left out, each scalar replaced by its digest (valueDigest).
+func digests(v interface{}) interface{} {
+	switch t := v.(type) {
+	case map[string]interface{}:
+		out := make(map[string]interface{}, len(t))
+		for k, e := range t {
+			if e != nil {
+				out[k] = digests(e)
+			}
+		}
+		return out
+	case []interface{}:
+		out := make([]interface{}, len(t))
+		for i, e := range t {
+			out[i] = digests(e)
+		}
+		return out
+	default:
+		return valueDigest(v)
+	}
 }
 
 // valueDigest is the digest of a value with its empty values left out: 16 hex digits of its SHA-256.
@@ -202,11 +231,11 @@ func normalize(v interface{}) (out interface{}, ok bool) {
 // names: "f:<name>" a map's field, "k:<keys>" the element of an associative list whose key fields
 // have those values, "v:<value>" the element of a set with that value, "i:<index>" the element at
 // that index; "." marks the element itself. Where the set names nothing below a value (a scalar, an
-// atomic map or list, a map applied empty) it is replaced by its digest (valueDigest). Elements keep
-// v's order. nil when nothing named is in v.
+// atomic map or list, a map applied empty) the value is kept in its shape with each scalar replaced
+// by its digest (digests). Elements keep v's order. nil when nothing named is in v.
 func project(v interface{}, set map[string]interface{}) interface{} {
 	if !namesChildren(set) {
-		return valueDigest(v)
+		return digests(v)
 	}
 	switch t := v.(type) {
 	case map[string]interface{}:

@@ -99,6 +99,9 @@ func TestSlimSeesDrift(t *testing.T) {
 			_ = unstructured.SetNestedSlice(a, c[:1], "spec", "template", "spec", "containers")
 			unstructured.RemoveNestedField(ours, "f:spec", "f:template", "f:spec", "f:containers", `k:{"name":"side"}`)
 		}, true},
+		{"an atomic value the edge added defaults to", func(a, _ map[string]interface{}) {
+			_ = unstructured.SetNestedField(a, "v1", "spec", "selector", "apiVersion")
+		}, false},
 		{"an atomic value changed in place (the digest is of values, not only of the set)", func(a, _ map[string]interface{}) {
 			_ = unstructured.SetNestedStringMap(a, map[string]string{"app": "other"}, "spec", "selector", "matchLabels")
 		}, true},
@@ -122,6 +125,29 @@ func TestSlimSeesDrift(t *testing.T) {
 	}
 }
 
+// TestSlimFieldsAppliedEmpty: a list applied empty only has to stay the syncer's: filled by others
+// while it is, it matches; taken by another manager (an edit adding a rule to a Role's empty
+// rules), it is drift.
+func TestSlimFieldsAppliedEmpty(t *testing.T) {
+	desired := mustObj(t, `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":"r","namespace":"app",
+	 "annotations":{"edge.kubestellar.io/downsync-hash":"h1"}},"rules":[]}`)
+	actual := func(ours string) *unstructured.Unstructured {
+		return mustObj(t, `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":"r","namespace":"app",
+		 "annotations":{"edge.kubestellar.io/downsync-hash":"h1"},
+		 "managedFields":[{"manager":"kubestellar-syncer","operation":"Apply","fieldsType":"FieldsV1","fieldsV1":`+ours+`},
+		  {"manager":"kubectl-edit","operation":"Update","fieldsType":"FieldsV1","fieldsV1":{"f:rules":{}}}]},
+		 "rules":[{"apiGroups":["*"],"resources":["*"],"verbs":["*"]}]}`)
+	}
+	stillOurs := actual(`{"f:metadata":{"f:annotations":{"f:edge.kubestellar.io/downsync-hash":{}}},"f:rules":{}}`)
+	if !UpToDate(desired, Slim(stillOurs, manager)) {
+		t.Error("a list applied empty and still owned is not up to date")
+	}
+	taken := actual(`{"f:metadata":{"f:annotations":{"f:edge.kubestellar.io/downsync-hash":{}}}}`)
+	if UpToDate(desired, Slim(taken, manager)) {
+		t.Error("a list applied empty, then taken and filled by another manager, is up to date: drift never corrected")
+	}
+}
+
 func TestProjectSetsAndIndexes(t *testing.T) {
 	var v interface{} = []interface{}{"a", "b", "c"}
 	set := map[string]interface{}{`v:"c"`: map[string]interface{}{}, "i:0": map[string]interface{}{}}
@@ -129,9 +155,11 @@ func TestProjectSetsAndIndexes(t *testing.T) {
 	if want, _ := json.Marshal([]interface{}{valueDigest("a"), valueDigest("c")}); string(got) != string(want) {
 		t.Errorf("project = %s, want %s", got, want)
 	}
-	// A set naming nothing below the value owns it whole (an atomic list or map): one digest.
-	if got := project(map[string]interface{}{"x": int64(1)}, map[string]interface{}{}); got != valueDigest(map[string]interface{}{"x": int64(1)}) {
-		t.Errorf("project of a leaf = %v", got)
+	// A set naming nothing below the value owns it whole (an atomic list or map): its shape, each
+	// scalar digested.
+	got, _ = json.Marshal(project(map[string]interface{}{"x": int64(1), "l": []interface{}{"a"}, "n": nil}, map[string]interface{}{}))
+	if want, _ := json.Marshal(map[string]interface{}{"x": valueDigest(int64(1)), "l": []interface{}{valueDigest("a")}}); string(got) != string(want) {
+		t.Errorf("project of a leaf = %s, want %s", got, want)
 	}
 }
 
