@@ -91,9 +91,6 @@ func (c *Compact) Head() (*unstructured.Unstructured, error) {
 	return u, nil
 }
 
-// Size is the bytes of JSON the Compact holds.
-func (c *Compact) Size() int { return len(c.head) + len(c.rest) }
-
 // GetObjectMeta gives client-go's key and index functions (meta.Accessor) what they read: namespace,
 // name, uid and resourceVersion. Not labels or annotations: an index or lister by label would see
 // none (the syncer's caches have none).

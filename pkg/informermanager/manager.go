@@ -466,19 +466,11 @@ func (m *Manager) Running() []schema.GroupVersionResource {
 	return out
 }
 
-// slim is the transform of the informers that hold decoded objects (a Source's): it drops
-// managedFields (nothing reads them from a cache), and makes every field name of an unstructured
-// object share one copy with the same name in the other cached objects (unique.Make): decoded anew
-// for each object, field names and the marks' label and annotation keys are a good part of a small
-// object's size in the cache. unique keeps its canonical copy only while a Handle to it lives, and
-// none is kept: objects decoded between two garbage collections share their names, a later one may
-// get a new copy (measured, docs/performance.md).
-func slim(obj interface{}) (interface{}, error) { return transformFor(Spec{}, false)(obj) }
-
-// transformFor is the transform of an informer as spec asks: managedFields dropped, or for a slim
-// cache (spec.AppliedBy) only what mapping.Slim keeps; then held as a framework.Compact, or, decoded,
-// with field names shared (internKeys). Anything but an unstructured object (a Compact, a tombstone)
-// is kept as it is, and so is an object already slim: client-go may pass an object twice.
+// transformFor is the transform of an informer as spec asks: managedFields dropped (nothing reads
+// them from a cache), or for a slim cache (spec.AppliedBy) only what mapping.Slim keeps; then held as
+// a framework.Compact, or, decoded (the informers a Source runs), with field names shared
+// (internKeys). Anything but an unstructured object (a Compact, a tombstone) is kept as it is, and so
+// is an object already slim: client-go may pass an object twice.
 func transformFor(spec Spec, compact bool) cache.TransformFunc {
 	return func(obj interface{}) (interface{}, error) {
 		u, ok := obj.(*unstructured.Unstructured)
@@ -498,7 +490,11 @@ func transformFor(spec Spec, compact bool) cache.TransformFunc {
 	}
 }
 
-// internKeys replaces the keys of every map in v by their canonical copies; values are unchanged.
+// internKeys replaces the keys of every map in v by their canonical copies (unique.Make); values are
+// unchanged. Decoded anew for each object, field names and the marks' label and annotation keys are
+// a good part of a small object's size in a decoded cache. unique keeps its canonical copy only while
+// a Handle to it lives, and none is kept: objects decoded between two garbage collections share their
+// names, a later one may get a new copy (measured, docs/performance.md).
 // Assigning to a key already in a map stores the key given (the runtime updates string keys), so the
 // decoded copy is freed.
 func internKeys(v interface{}) {

@@ -185,46 +185,15 @@ func digests(v interface{}) interface{} {
 	}
 }
 
-// valueDigest is the digest of a value with its empty values left out: 16 hex digits of its SHA-256.
+// valueDigest is the digest of a scalar (the shapes around it are kept by digests and project):
+// 16 hex digits of the SHA-256 of its JSON.
 func valueDigest(v interface{}) string {
-	normal, _ := normalize(v)
-	data, err := json.Marshal(normal)
+	data, err := json.Marshal(v)
 	if err != nil {
 		return ""
 	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:8])
-}
-
-// normalize leaves out nulls, and maps and lists that are empty once normalized (list elements stay,
-// so that positions do not shift); ok is false when nothing is left of v.
-func normalize(v interface{}) (out interface{}, ok bool) {
-	switch t := v.(type) {
-	case nil:
-		return nil, false
-	case map[string]interface{}:
-		m := make(map[string]interface{}, len(t))
-		for k, e := range t {
-			if n, ok := normalize(e); ok {
-				m[k] = n
-			}
-		}
-		return m, len(m) > 0
-	case []interface{}:
-		if len(t) == 0 {
-			return nil, false
-		}
-		l := make([]interface{}, len(t))
-		for i, e := range t {
-			l[i], _ = normalize(e)
-			if l[i] == nil {
-				l[i] = map[string]interface{}{}
-			}
-		}
-		return l, true
-	default:
-		return v, true
-	}
 }
 
 // project is the part of value v that the field set set (a managedFields entry's FieldsV1, decoded)

@@ -82,18 +82,14 @@ func (f fanOut) OnDelete(obj interface{}) {
 // decodedOnce is an event's object decoded when the cache holds it as a Compact (a tombstone's
 // decoded inside the tombstone); anything else as it is.
 func decodedOnce(obj interface{}) interface{} {
-	switch t := obj.(type) {
-	case *framework.Compact:
-		if u := framework.ObjectOf(t); u != nil {
-			return u
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		if u := framework.ObjectOf(t.Obj); u != nil {
+			t.Obj = u
 		}
-	case cache.DeletedFinalStateUnknown:
-		if c, ok := t.Obj.(*framework.Compact); ok {
-			if u := framework.ObjectOf(c); u != nil {
-				t.Obj = u
-				return t
-			}
-		}
+		return t
+	}
+	if u := framework.ObjectOf(obj); u != nil {
+		return u
 	}
 	return obj
 }
