@@ -98,6 +98,7 @@ type Controller struct {
 	queue  *framework.Queue
 	writes *framework.Writes
 	early  *early
+	echoes echoes
 
 	mu sync.Mutex
 	// terminating are the keys waiting for their namespace to finish terminating at the edge.
@@ -175,6 +176,10 @@ func (c *Controller) Handler(downstream bool, gvr schema.GroupVersionResource) c
 			name = r.Rename.UpName(name) // keys name the upstream object
 		}
 		key := framework.Key{GVR: r.KeyGVR(), Namespace: u.GetNamespace(), Name: name}
+		if downstream && c.echoes.echo(key, u.GetResourceVersion()) && why != "deleted" {
+			klog.V(logging.Trace).Info("Not enqueueing the echo of its own write", "key", key.String(), "side", side, "reason", why)
+			return
+		}
 		klog.V(logging.Trace).Info("Enqueue", "key", key.String(), "side", side, "reason", why)
 		c.queue.Add(key)
 	}

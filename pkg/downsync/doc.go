@@ -1,7 +1,10 @@
 // Package downsync is the downsync controller: one named, rate-limited queue keyed by
 // {GVR, namespace, name} whose workers make each downstream object match its upstream counterpart —
-// created or updated by server-side apply when it is selected, deleted when it is owned and no
-// longer selected (or gone upstream), held when its API is merely missing upstream.
+// created (a plain create) or updated (server-side apply) when it is selected, deleted when it is
+// owned and no longer selected (or gone upstream), held when its API is merely missing upstream.
+// Before the first apply that may leave out a field of the create, the create's fields are handed
+// to the apply manager. The edge event of its own write (the resourceVersion the write returned)
+// is not queued again.
 //
 // It reads both sides only through informer caches and writes only downstream, through the shared
 // write path of pkg/framework (which also records Events on upstream objects). It never writes an

@@ -45,7 +45,7 @@ func TestEarlyObjectsWrittenNeverDeleted(t *testing.T) {
 			t.Fatalf("%s: %v", k, err)
 		}
 	}
-	if diff := cmp.Diff([]string{"patch configmaps"}, h.actions()); diff != "" {
+	if diff := cmp.Diff([]string{"create configmaps"}, h.actions()); diff != "" {
 		t.Errorf("actions (-want +got): only the create of a/x\n%s", diff)
 	}
 

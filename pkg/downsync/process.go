@@ -181,9 +181,12 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 
 // write creates or updates the downstream object; downObj is what the downstream cache holds (nil:
 // absent there) or, when readLive, what the apiserver returned. The cache holds only the syncer's own
-// objects, so an object absent from it may still exist unowned: it is created by an apply that
-// succeeds only while the name is free (absentResourceVersion), one request; on a conflict the object
-// in the way is read and taken through the ownership checks below, as an object read live.
+// objects, so an object absent from it may still exist unowned: it is created by a plain create,
+// which succeeds only while the name is free, one request (the apiserver's cheapest write: a
+// server-side apply costs it a third more); when the name is taken the object in the way is read and
+// taken through the ownership checks below, as an object read live. The create leaves the fields
+// under an update entry of the field manager; before an apply that may leave one of them out,
+// handOver moves them to its apply entry, so that what leaves the desired object leaves the edge.
 func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, upObj, desired, downObj *unstructured.Unstructured, readLive bool) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
 	creating := downObj == nil
@@ -228,13 +231,6 @@ func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, u
 		logger.V(logging.Skip).Info("Create-only object exists downstream; not updating it", "annotation", mapping.OverwriteAnnotation)
 		return 0, nil
 	}
-	if readLive && mapping.OwnedDownstream(downObj) {
-		// Taking over an object this syncer's mark is on but not its label: one the release-0.14
-		// syncer wrote (or one relabelled by hand). Its fields may still belong to other managers.
-		if err := c.migrateManagers(ctx, key, r, downObj); err != nil {
-			return 0, err
-		}
-	}
 	if mapping.UpToDate(desired, downObj) {
 		logger.V(logging.Skip).Info("Downstream object is up to date")
 		return 0, nil
@@ -246,7 +242,29 @@ func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, u
 	client := c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace)
 	content := desired.GetAnnotations()[mapping.HashAnnotation]
 	var before *unstructured.Unstructured
-	if !creating && c.writes.WouldLoop(key, content) {
+	legacy := readLive && mapping.OwnedDownstream(downObj) // mark without label: the release-0.14 syncer's, say
+	handed := false
+	if !creating && (legacy || mapping.CreatedByUpdate(downObj, c.cfg.FieldManager) && mapping.MayDropOwned(desired, downObj)) {
+		// Fields another manager name holds, which this apply may leave out: handed to the apply
+		// manager first, or they would stay at the edge.
+		live := downObj
+		if !readLive {
+			var err error
+			if live, err = c.existing(ctx, key, r); err != nil || live == nil {
+				return 0, err // gone: its deletion's event brings the key back
+			}
+			before = live
+		}
+		managers := sets.New(c.cfg.FieldManager)
+		if legacy {
+			managers.Insert(LegacyFieldManager)
+		}
+		if err := c.migrateManagers(ctx, key, r, live, managers); err != nil {
+			return 0, err
+		}
+		handed = true
+	}
+	if !creating && before == nil && c.writes.WouldLoop(key, content) {
 		// Read the object as the other actor left it: its field managers say who that is.
 		before, _ = client.Get(ctx, desired.GetName(), metav1.GetOptions{})
 	}
@@ -260,12 +278,21 @@ func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, u
 		}
 		return 0, c.recreate(ctx, key, client, upObj, downObj, why)
 	}
+	var written *unstructured.Unstructured
+	var err error
 	if creating {
-		desired.SetResourceVersion(absentResourceVersion)
+		// A plain create: the apiserver's cheapest write, refused when the name is taken. Strict, as
+		// an apply is: a field the edge does not know is an error, not dropped.
+		written, err = client.Create(ctx, desired, metav1.CreateOptions{FieldManager: c.cfg.FieldManager, FieldValidation: metav1.FieldValidationStrict})
+	} else {
+		written, err = client.Apply(ctx, desired.GetName(), desired, metav1.ApplyOptions{FieldManager: c.cfg.FieldManager, Force: true})
 	}
-	_, err := client.Apply(ctx, desired.GetName(), desired, metav1.ApplyOptions{FieldManager: c.cfg.FieldManager, Force: true})
-	desired.SetResourceVersion("")
-	if creating && apierrors.IsConflict(err) {
+	if err == nil && written != nil && (creating || handed || !mapping.CreatedByUpdate(downObj, c.cfg.FieldManager)) &&
+		mapping.Subset(desiredContent(desired), written.Object) {
+		// The edge holds what was written (no webhook changed it on the way): its event is an echo.
+		c.echoes.wrote(key, written.GetResourceVersion())
+	}
+	if creating && apierrors.IsAlreadyExists(err) {
 		// The name is taken by an object the cache does not hold (not the syncer's, or not seen yet).
 		live, err := c.existing(ctx, key, r)
 		if err != nil {
@@ -304,22 +331,31 @@ func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, u
 // wrote with plain updates, so the apiserver named its fields after its binary, "syncer".
 const LegacyFieldManager = "syncer"
 
-// migrateManagers hands the fields a legacy syncer owns on an object this syncer takes over to this
+// migrateManagers hands the fields that the update entries of managers own on an object (this
+// syncer's plain create; the release-0.14 syncer's updates on an object taken over from it) to this
 // syncer's apply manager (client-go's csaupgrade), so that a field removed upstream later is removed
-// at the edge too instead of staying for good under the old owner. obj was read from the apiserver
-// (the cache drops managedFields).
-func (c *Controller) migrateManagers(ctx context.Context, key framework.Key, r Resource, obj *unstructured.Unstructured) error {
-	patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, sets.New(LegacyFieldManager), c.cfg.FieldManager)
+// at the edge too instead of staying for good under the old owner. A hand-over is needed before an
+// apply that may leave out one of those fields: the fields of a create (mapping.MayDropOwned: a
+// field removed upstream, a default the edge added), every field of a taken-over object. obj was
+// read from the apiserver (the cache keeps no fields of managedFields).
+func (c *Controller) migrateManagers(ctx context.Context, key framework.Key, r Resource, obj *unstructured.Unstructured, managers sets.Set[string]) error {
+	legacy := managers.Has(LegacyFieldManager) && mapping.CreatedByUpdate(obj, LegacyFieldManager)
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, managers, c.cfg.FieldManager)
 	if err != nil || patch == nil {
-		return err // nil, nil: nothing of a legacy syncer's on it
+		return err // nil, nil: nothing to hand over
 	}
 	client := c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace)
 	if _, err := client.Patch(ctx, obj.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
 		// Retried: the next try reads the object afresh (a changed object fails the patch's test).
-		return fmt.Errorf("handing over the fields of %s to %s: %w", LegacyFieldManager, c.cfg.FieldManager, err)
+		return fmt.Errorf("handing over the fields of earlier writes to %s: %w", c.cfg.FieldManager, err)
 	}
-	klog.FromContext(ctx).Info("Took over an object from the release-0.14 syncer: its fields now belong to this syncer",
-		"from", LegacyFieldManager, "to", c.cfg.FieldManager)
+	c.cfg.Metrics.Writes.WithLabelValues(metrics.Downsync, key.GVR.GroupResource().String(), metrics.HandedOver).Inc()
+	if legacy {
+		klog.FromContext(ctx).Info("Took over an object from the release-0.14 syncer: its fields now belong to this syncer",
+			"from", LegacyFieldManager, "to", c.cfg.FieldManager)
+	} else {
+		klog.FromContext(ctx).V(logging.Change).Info("Handed the fields of the create to the apply manager before an apply that may drop one")
+	}
 	return nil
 }
 
@@ -364,13 +400,6 @@ func ownerOf(obj *unstructured.Unstructured) string {
 	return mapping.OwnerOf(obj)
 }
 
-// absentResourceVersion is the resourceVersion a create is applied with. No stored object can have
-// it (etcd revisions are int64, this is the largest uint64), so the apply is refused with a Conflict
-// when an object of that name exists, and creates the object, owned by the apply, when none does: the
-// apiserver checks a resourceVersion sent with an apply as a precondition of the update, and ignores it
-// when the apply creates (k8s.io/apiserver registry Store.Update).
-const absentResourceVersion = "18446744073709551615"
-
 // existing reads an object the downstream cache cannot show, after a create found its name taken:
 // the cache holds only the syncer's own objects. The read is consistent (not from the watch cache,
 // which may not have caught up with the object the create ran into).
@@ -407,4 +436,15 @@ func (c *Controller) namespaceMissing(namespace string) (wait, terminating bool,
 	}
 	terminating = ns.GetDeletionTimestamp() != nil
 	return terminating, terminating, nil
+}
+
+// desiredContent is what of a desired object the edge must hold after a write: all but status.
+func desiredContent(desired *unstructured.Unstructured) map[string]interface{} {
+	out := make(map[string]interface{}, len(desired.Object))
+	for k, v := range desired.Object {
+		if k != "status" {
+			out[k] = v
+		}
+	}
+	return out
 }

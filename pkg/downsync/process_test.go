@@ -2,7 +2,6 @@ package downsync
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
@@ -116,11 +115,6 @@ func newHarness(t *testing.T, v *view, up, down []*unstructured.Unstructured) *h
 		if err := o.UnmarshalJSON(a.(clienttesting.PatchAction).GetPatch()); err != nil {
 			return true, nil, err
 		}
-		if o.GetResourceVersion() == absentResourceVersion { // as the apiserver: a precondition when the object exists
-			if _, err := client.Tracker().Get(a.GetResource(), a.GetNamespace(), o.GetName()); err == nil {
-				return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), o.GetName(), errors.New("the object has been modified"))
-			}
-		}
 		return true, o, nil
 	})
 	m := metrics.New(prometheus.NewRegistry())
@@ -199,20 +193,20 @@ func TestProcess(t *testing.T) {
 		requeue  bool
 	}{
 		{name: "new object is created with one request", view: selecting("a"), up: objs(upCM, nsA), down: objs(nsA),
-			want: []string{"patch configmaps"}, result: metrics.Created},
+			want: []string{"create configmaps"}, result: metrics.Created},
 		{name: "up to date: no request", view: selecting("a"), up: objs(upCM, nsA), down: objs(nsA, owned(t, upCM))},
 		{name: "drifted: applied again", view: selecting("a"), up: objs(upCM, nsA), down: objs(nsA, drifted),
 			want: []string{"patch configmaps"}, result: metrics.Updated},
 		{name: "waits for its namespace without a request", view: selecting("a"), up: objs(upCM, nsA)},
 		{name: "unowned object is not overwritten", view: selecting("a"), up: objs(upCM, nsA), down: objs(nsA, unowned),
-			want: []string{"patch configmaps", "get configmaps"}, result: metrics.Conflict, requeue: true},
+			want: []string{"create configmaps", "get configmaps"}, result: metrics.Conflict, requeue: true},
 		{name: "another sync target's object is a conflict, not taken back", view: selecting("a"), up: objs(upCM, nsA), down: objs(nsA, others),
-			want: []string{"patch configmaps", "get configmaps"}, result: metrics.Conflict, requeue: true},
+			want: []string{"create configmaps", "get configmaps"}, result: metrics.Conflict, requeue: true},
 		{name: "own object without its owner label is put back (drift)", view: selecting("a"), up: objs(upCM, nsA), down: objs(nsA, func() *unstructured.Unstructured {
 			d := owned(t, upCM)
 			d.SetLabels(nil)
 			return d
-		}()), want: []string{"patch configmaps", "get configmaps", "patch configmaps"}, result: metrics.Updated},
+		}()), want: []string{"create configmaps", "get configmaps", "patch configmaps"}, result: metrics.Updated},
 		{name: "the release-0.14 syncer's object: its fields handed over, then applied", view: selecting("a"), up: objs(upCM, nsA), down: objs(nsA, func() *unstructured.Unstructured {
 			d := owned(t, upCM)
 			d.SetLabels(nil)
@@ -220,7 +214,7 @@ func TestProcess(t *testing.T) {
 			d.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: LegacyFieldManager, Operation: metav1.ManagedFieldsOperationUpdate,
 				APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:k":{}}}`)}}})
 			return d
-		}()), want: []string{"patch configmaps", "get configmaps", "patch configmaps", "patch configmaps"}, result: metrics.Updated},
+		}()), want: []string{"create configmaps", "get configmaps", "patch configmaps", "patch configmaps"}, result: metrics.Updated},
 		{name: "deselected owned object is deleted", view: selecting("b"), up: objs(upCM, nsA), down: objs(nsA, owned(t, upCM)),
 			want: []string{"delete configmaps"}, result: metrics.Deleted},
 		{name: "deleted upstream: deleted downstream", view: selecting("a"), up: objs(nsA), down: objs(nsA, owned(t, upCM)),
@@ -246,7 +240,7 @@ func TestProcess(t *testing.T) {
 			o := upsyncMarked(t, u("v1", "ConfigMap", "a", "original", map[string]interface{}{"k": "v"}), true)
 			o.SetName("x")
 			return o
-		}(), nsA), down: objs(nsA), want: []string{"patch configmaps"}, result: metrics.Created},
+		}(), nsA), down: objs(nsA), want: []string{"create configmaps"}, result: metrics.Created},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.view, tc.up, tc.down)
@@ -271,15 +265,14 @@ func TestProcess(t *testing.T) {
 					t.Errorf("writes_total{result=%s} = %v, want 1", tc.result, got)
 				}
 			}
-			for i, a := range h.down.Actions() {
+			for _, a := range h.down.Actions() {
 				if p, ok := a.(clienttesting.PatchAction); ok && p.GetPatchType() == types.ApplyPatchType && !strings.Contains(string(p.GetPatch()), mapping.OwnerLabel) {
 					t.Errorf("applied object lacks the owner label: %s", p.GetPatch())
 				}
-				if p, ok := a.(clienttesting.PatchAction); ok && p.GetPatchType() == types.ApplyPatchType {
-					// Only a create (the first request, the cache holding nothing) may carry the precondition.
-					inCache, _ := framework.GetFromCache(h.c.cfg.DownstreamInformers.(fakeinformers.Informers)[cmGVR], "a", "x")
-					if got, want := strings.Contains(string(p.GetPatch()), absentResourceVersion), i == 0 && inCache == nil; got != want {
-						t.Errorf("apply #%d carries the create-only precondition: %v, want %v: %s", i, got, want, p.GetPatch())
+				if c, ok := a.(clienttesting.CreateActionImpl); ok {
+					o := c.GetObject().(*unstructured.Unstructured)
+					if mapping.OwnerOf(o) != "t" || c.CreateOptions.FieldManager != framework.DefaultFieldManager || c.CreateOptions.FieldValidation != metav1.FieldValidationStrict {
+						t.Errorf("create without the owner label, the field manager or strict validation: %v, %+v", o.GetLabels(), c.CreateOptions)
 					}
 				}
 				if d, ok := a.(clienttesting.DeleteAction); ok {
@@ -363,7 +356,7 @@ func TestSystemObjectsOnlyWhenNamed(t *testing.T) {
 	if _, err := h.c.process(context.Background(), caKey); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"patch configmaps"}, h.actions()); diff != "" {
+	if diff := cmp.Diff([]string{"create configmaps"}, h.actions()); diff != "" {
 		t.Errorf("named: actions (-want +got):\n%s", diff)
 	}
 }
@@ -427,7 +420,7 @@ func TestProcessFollowsSelectors(t *testing.T) {
 		want     []string
 		relevant bool
 	}{
-		{"matching labels: created", web, nil, []string{"patch configmaps"}, true},
+		{"matching labels: created", web, nil, []string{"create configmaps"}, true},
 		{"labels stopped matching: edge copy deleted", other, owned(t, web), []string{"delete configmaps"}, false},
 		{"never matched: nothing", other, nil, nil, false},
 	} {
@@ -454,13 +447,13 @@ func TestProcessFollowsSelectors(t *testing.T) {
 // object in the way is read: an error, so that the key is retried (and created then).
 func TestCreateRacesAnObjectThatGoes(t *testing.T) {
 	h := newHarness(t, selecting("a"), objs(upCM, nsA), objs(nsA))
-	h.down.PrependReactor("patch", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewConflict(cmGVR.GroupResource(), "x", errors.New("the object has been modified"))
+	h.down.PrependReactor("create", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewAlreadyExists(cmGVR.GroupResource(), "x")
 	})
 	if _, err := h.c.process(context.Background(), key); err == nil {
 		t.Fatal("no error, want one to retry")
 	}
-	if diff := cmp.Diff([]string{"patch configmaps", "get configmaps"}, h.actions()); diff != "" {
+	if diff := cmp.Diff([]string{"create configmaps", "get configmaps"}, h.actions()); diff != "" {
 		t.Errorf("actions (-want +got):\n%s", diff)
 	}
 }
@@ -481,5 +474,60 @@ func TestOtherSyncersNamespaceKept(t *testing.T) {
 	}
 	if got := h.actions(); len(got) != 0 {
 		t.Errorf("another sync target's namespace: actions %v, want none", got)
+	}
+}
+
+// TestCreatedObjectHandedOver: an object the syncer made by a plain create carries its fields under
+// an update entry. An apply that changes a value takes it as it is (one request); an apply that may
+// leave one of those fields out (a key removed upstream) first hands them to the apply manager, or
+// the key would stay at the edge under the update entry.
+func TestCreatedObjectHandedOver(t *testing.T) {
+	created := func(data map[string]interface{}, fields string) *unstructured.Unstructured {
+		up := upCM.DeepCopy()
+		up.Object["data"] = data
+		d := owned(t, up)
+		d.SetResourceVersion("7")
+		d.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: framework.DefaultFieldManager, Operation: metav1.ManagedFieldsOperationUpdate,
+			APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}})
+		return d
+	}
+	meta := `"f:metadata":{"f:annotations":{"f:edge.kubestellar.io/downsync-hash":{},"f:edge.kubestellar.io/downsynced":{}},"f:labels":{"f:edge.kubestellar.io/downsynced-by":{}}}`
+	for _, tc := range []struct {
+		name string
+		down *unstructured.Unstructured
+		want []string
+		// handed is whether the update entry was handed over.
+		handed bool
+	}{
+		{name: "a value changed: one apply", down: created(map[string]interface{}{"k": "old"}, `{`+meta+`,"f:data":{"f:k":{}}}`),
+			want: []string{"patch configmaps"}},
+		{name: "a key removed upstream: handed over, then applied", down: created(map[string]interface{}{"k": "v", "gone": "x"}, `{`+meta+`,"f:data":{"f:k":{},"f:gone":{}}}`),
+			want: []string{"get configmaps", "patch configmaps", "patch configmaps"}, handed: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, selecting("a"), objs(upCM, nsA), objs(nsA, tc.down))
+			h.c.cfg.DownstreamInformers.(fakeinformers.Informers)[cmGVR] = fakeinformers.With(mapping.Slim(tc.down, framework.DefaultFieldManager))
+			if _, err := h.c.process(context.Background(), key); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, h.actions()); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+			var handed bool
+			for _, a := range h.down.Actions() {
+				if p, ok := a.(clienttesting.PatchAction); ok && p.GetPatchType() == types.JSONPatchType {
+					handed = true
+					if !strings.Contains(string(p.GetPatch()), `"operation":"Apply"`) || strings.Contains(string(p.GetPatch()), `"operation":"Update"`) {
+						t.Errorf("hand-over patch keeps the update entry: %s", p.GetPatch())
+					}
+				}
+			}
+			if handed != tc.handed {
+				t.Errorf("handed over: %v, want %v", handed, tc.handed)
+			}
+			if got := testutil.ToFloat64(h.m.Writes.WithLabelValues(metrics.Downsync, "configmaps", metrics.HandedOver)); (got == 1) != tc.handed {
+				t.Errorf("writes_total{result=handed-over} = %v", got)
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unique"
 
@@ -34,9 +35,15 @@ type Spec struct {
 	// cluster-wide. A Source is never given it (see Source).
 	Namespaces string
 	// AppliedBy, when set, makes the cache slim (mapping.Slim): it keeps each object's metadata,
-	// status and the digest of the fields this server-side apply manager owns, not its content. For
+	// status and the digest of the fields this field manager owns (its apply entry, and the update
+	// entry of its plain create), not its content. For
 	// the edge objects only the syncer writes and nothing reads in full (downsynced, not upsynced).
 	AppliedBy string
+	// Manager, when set, is the field manager of the syncer's writes to these objects: an object it
+	// made by a plain create keeps that manager's update entry, without its fields, in the cache
+	// (mapping.CreatedEntries; a slim cache keeps it for AppliedBy), for downsync to hand the entry's
+	// fields to its apply entry before an apply that may drop one.
+	Manager string
 }
 
 // Handlers builds the event handler for a resource's informer, and is told when its cache has synced.
@@ -102,6 +109,9 @@ type entry struct {
 	earlyDone func()
 	// held: Set will stop or replace the entry (Hold); until then it does not count as synced.
 	held bool
+	// synced remembers that informer has synced, which it then stays: its HasSynced takes the
+	// queue's lock that the watch takes for every event, and is asked for every key processed.
+	synced atomic.Bool
 }
 
 // part is one list and watch of a resource: cluster-wide, or in one namespace. It runs in a context
@@ -393,8 +403,14 @@ func (m *Manager) Synced(gvr schema.GroupVersionResource) (cache.SharedIndexInfo
 	e, ok := m.informers[gvr]
 	ok = ok && !e.held
 	m.mu.Unlock()
-	if !ok || !e.informer.HasSynced() {
+	if !ok {
 		return nil, false
+	}
+	if !e.synced.Load() {
+		if !e.informer.HasSynced() {
+			return nil, false
+		}
+		e.synced.Store(true)
 	}
 	return e.informer, true
 }
@@ -466,8 +482,8 @@ func (m *Manager) Running() []schema.GroupVersionResource {
 	return out
 }
 
-// transformFor is the transform of an informer as spec asks: managedFields dropped (nothing reads
-// them from a cache), or for a slim cache (spec.AppliedBy) only what mapping.Slim keeps; then held as
+// transformFor is the transform of an informer as spec asks: managedFields dropped but for the
+// entry of a plain create by spec.Manager (mapping.CreatedEntries), or for a slim cache (spec.AppliedBy) only what mapping.Slim keeps; then held as
 // a framework.Compact, or, decoded (the informers a Source runs), with field names shared
 // (internKeys). Anything but an unstructured object (a Compact, a tombstone) is kept as it is, and so
 // is an object already slim: client-go may pass an object twice.
@@ -478,7 +494,11 @@ func transformFor(spec Spec, compact bool) cache.TransformFunc {
 			return obj, nil
 		}
 		if spec.AppliedBy == "" {
-			u.SetManagedFields(nil)
+			if created := mapping.CreatedEntries(u, spec.Manager); created != nil {
+				_ = unstructured.SetNestedSlice(u.Object, created, "metadata", "managedFields")
+			} else {
+				u.SetManagedFields(nil)
+			}
 		} else if _, done := u.Object[mapping.AppliedField]; !done {
 			u = mapping.Slim(u, spec.AppliedBy)
 		}

@@ -174,6 +174,23 @@ func TestTransform(t *testing.T) {
 	if _, ok := got.Object[mapping.AppliedField]; !ok || got.Object["data"] != nil || got.GetName() != "with-fields" {
 		t.Errorf("the slim cache's object decodes as %v", got.Object)
 	}
+
+	// A whole cache keeps, of managedFields, only the manager's update entry (a plain create), without fields.
+	created := cm("a", "with-fields")
+	created.Object["metadata"].(map[string]interface{})["managedFields"] = []interface{}{
+		map[string]interface{}{"manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": map[string]interface{}{"f:data": map[string]interface{}{}}},
+		map[string]interface{}{"manager": "other", "operation": "Apply"},
+	}
+	kept, err := transformFor(Spec{Manager: "kubectl"}, false)(created.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mf := kept.(*unstructured.Unstructured).GetManagedFields(); len(mf) != 1 || mf[0].Manager != "kubectl" || mf[0].Operation != "Update" || mf[0].FieldsV1 != nil {
+		t.Errorf("managedFields in a whole cache: %+v", mf)
+	}
+	if kept, _ := transformFor(Spec{Manager: "someone-else"}, false)(created.DeepCopy()); kept.(*unstructured.Unstructured).GetManagedFields() != nil {
+		t.Error("managedFields of other managers kept")
+	}
 }
 
 // TestNothingStartsAfterStop is the regression test of an informer started after Stop: the engine's

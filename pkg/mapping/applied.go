@@ -25,7 +25,7 @@ var appliedStrip = []string{
 }
 
 // Slim is what a cache of edge objects that the syncer writes by server-side apply keeps of one:
-// apiVersion, kind, metadata without managedFields, status (status return reads it), a Service's
+// apiVersion, kind, metadata with no managedFields but CreatedEntries, status (status return reads it), a Service's
 // spec.clusterIP (ReplaceOnly reads it) and, under AppliedField, AppliedFields: the fields that the
 // apply manager manager owns, each with a digest of its value. UpToDate compares the desired object
 // with those instead of with the object's content, which the cache then need not hold: the field
@@ -44,6 +44,9 @@ func Slim(obj *unstructured.Unstructured, manager string) *unstructured.Unstruct
 				meta[k] = v
 			}
 		}
+		if created := CreatedEntries(obj, manager); created != nil {
+			meta["managedFields"] = created
+		}
 		out["metadata"] = meta
 	}
 	if ip, ok, _ := unstructured.NestedString(obj.Object, "spec", "clusterIP"); ok {
@@ -53,8 +56,10 @@ func Slim(obj *unstructured.Unstructured, manager string) *unstructured.Unstruct
 	return &unstructured.Unstructured{Object: out}
 }
 
-// AppliedFields are the fields of obj that the apply manager manager owns, as its managedFields
-// entry (operation Apply, on the object itself, not a subresource) lists them, in the object's shape:
+// AppliedFields are the fields of obj that the field manager manager owns, as its managedFields
+// entries on the object itself (not a subresource) list them: its apply entry, and the update entry
+// of a plain create (CreatedEntries) whose fields have not been handed to the apply entry yet. In the
+// object's shape:
 // maps of the fields named, lists of the elements named (in obj's order), and below the fields the
 // set names no further (a scalar, an atomic map or list, or a map applied empty) the value's shape
 // with a digest of each scalar.
@@ -68,7 +73,7 @@ func AppliedFields(obj *unstructured.Unstructured, manager string) map[string]in
 	copied := false
 	for _, e := range list {
 		entry, _ := e.(map[string]interface{})
-		if entry["manager"] != manager || entry["operation"] != string(metav1.ManagedFieldsOperationApply) || entry["subresource"] != nil && entry["subresource"] != "" {
+		if !ownEntry(entry, manager, metav1.ManagedFieldsOperationApply) && !ownEntry(entry, manager, metav1.ManagedFieldsOperationUpdate) {
 			continue
 		}
 		set, ok := entry["fieldsV1"].(map[string]interface{})
@@ -102,8 +107,11 @@ func AppliedFields(obj *unstructured.Unstructured, manager string) map[string]in
 // atomic value) but a list holds as many elements. A map or list want leaves empty only has to be
 // owned: applied empty, others may fill it (the edge's labels on a Job's template, a LimitRange's
 // resources). The caller has checked that want is what was last applied (the hash annotation): a
-// field owned but not in want is one applied empty.
-func appliedMatch(want interface{}, have interface{}) bool {
+// field owned but not in want is one applied empty. With created (the object was made by a plain
+// create, CreatedByUpdate), an empty map or list need not be owned at all: the apiserver records the
+// fields of a create from the object decoded into its types, which leave out empty fields that are
+// optional (a Job template's labels once the source's are stripped; a ConfigMap's empty data).
+func appliedMatch(want interface{}, have interface{}, created bool) bool {
 	switch w := want.(type) {
 	case map[string]interface{}:
 		h, ok := have.(map[string]interface{})
@@ -115,7 +123,10 @@ func appliedMatch(want interface{}, have interface{}) bool {
 				continue
 			}
 			hv, owned := h[k]
-			if !owned || !appliedMatch(wv, hv) {
+			if !owned && created && hollow(wv) {
+				continue
+			}
+			if !owned || !appliedMatch(wv, hv, created) {
 				return false
 			}
 		}
@@ -129,7 +140,7 @@ func appliedMatch(want interface{}, have interface{}) bool {
 			return false
 		}
 		for i := range w {
-			if !appliedMatch(w[i], h[i]) {
+			if !appliedMatch(w[i], h[i], created) {
 				return false
 			}
 		}
@@ -363,4 +374,113 @@ func mergeSets(a, b map[string]interface{}) map[string]interface{} {
 		a[k] = mergeSets(am, bm)
 	}
 	return a
+}
+
+// ownEntry tells whether a managedFields entry is manager's, of operation op, on the object itself
+// (not a subresource).
+func ownEntry(entry map[string]interface{}, manager string, op metav1.ManagedFieldsOperationType) bool {
+	return manager != "" && entry["manager"] == manager && entry["operation"] == string(op) &&
+		(entry["subresource"] == nil || entry["subresource"] == "")
+}
+
+// CreatedEntries is what a cache keeps of obj's managedFields: nil, or, when manager made obj by a
+// plain create (a POST, which the apiserver records as an update: operation Update) and its fields
+// have not been handed to its apply entry since, that entry without its fields. CreatedByUpdate reads
+// it: the manager's next apply must first take those fields (client-go's csaupgrade), or a field
+// left out of a later apply would stay at the edge under the update entry.
+func CreatedEntries(obj *unstructured.Unstructured, manager string) []interface{} {
+	entries, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", "managedFields")
+	list, _ := entries.([]interface{})
+	for _, e := range list {
+		if entry, _ := e.(map[string]interface{}); ownEntry(entry, manager, metav1.ManagedFieldsOperationUpdate) {
+			return []interface{}{map[string]interface{}{"manager": manager, "operation": string(metav1.ManagedFieldsOperationUpdate)}}
+		}
+	}
+	return nil
+}
+
+// CreatedByUpdate tells whether obj (from the apiserver, or a cache that keeps CreatedEntries) has
+// an update entry of manager on the object itself: it made obj by a plain create, and its apply
+// entry does not hold those fields yet.
+func CreatedByUpdate(obj *unstructured.Unstructured, manager string) bool {
+	return obj != nil && CreatedEntries(obj, manager) != nil
+}
+
+// MayDropOwned tells whether applying desired to actual may remove a field that actual's field
+// manager owns: a field (or a list element) it owns that desired does not set. Only an object of a
+// slim cache (Slim) says what its manager owns; for any other object the answer is yes. Conservative:
+// a default the edge added inside an atomic value counts too.
+func MayDropOwned(desired, actual *unstructured.Unstructured) bool {
+	owned, ok := actual.Object[AppliedField].(map[string]interface{})
+	if !ok {
+		return true
+	}
+	return ownsMore(owned, desiredFields(desired), false)
+}
+
+// ownsMore tells whether owned (AppliedFields) names a field, or list element, that want lacks. A
+// list element is matched by position, so any difference inside it (a key or a value of a set that
+// changed: another element, which the apply would add beside the owned one) counts; a map field
+// whose value changed does not (the apply takes it over).
+func ownsMore(owned, want interface{}, inList bool) bool {
+	switch o := owned.(type) {
+	case map[string]interface{}:
+		w, _ := want.(map[string]interface{})
+		for k, ov := range o {
+			wv, ok := w[k]
+			if !ok || wv == nil || ownsMore(ov, wv, inList) {
+				return true
+			}
+		}
+		return false
+	case []interface{}:
+		w, ok := want.([]interface{})
+		if !ok || len(w) != len(o) {
+			return true
+		}
+		for i := range o {
+			if ownsMore(o[i], w[i], true) {
+				return true
+			}
+		}
+		return false
+	default:
+		return inList && o != valueDigest(want)
+	}
+}
+
+// hollow tells whether v holds no value: nil, or a map or list of hollow values only.
+func hollow(v interface{}) bool {
+	switch t := v.(type) {
+	case nil:
+		return true
+	case map[string]interface{}:
+		for _, e := range t {
+			if !hollow(e) {
+				return false
+			}
+		}
+		return true
+	case []interface{}:
+		for _, e := range t {
+			if !hollow(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// createdMarked tells whether an object of a slim cache keeps an update entry (Slim keeps its
+// manager's, CreatedEntries): its manager made it by a plain create.
+func createdMarked(obj *unstructured.Unstructured) bool {
+	entries, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", "managedFields")
+	list, _ := entries.([]interface{})
+	for _, e := range list {
+		if entry, _ := e.(map[string]interface{}); entry["operation"] == string(metav1.ManagedFieldsOperationUpdate) {
+			return true
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -219,5 +220,84 @@ func BenchmarkUpToDateSlim(b *testing.B) {
 		if !UpToDate(desired, actual) {
 			b.Fatal("not up to date")
 		}
+	}
+}
+
+// TestSlimAfterPlainCreate: an object the syncer made by a plain create has its fields under the
+// manager's update entry, with the defaults the apiserver added (strategy, imagePullPolicy). The slim
+// copy keeps that entry (without its fields), is up to date with the desired object, and says that
+// an apply may drop a field the entry owns (the defaults, or a key removed upstream) until the fields
+// are the apply entry's.
+func TestSlimAfterPlainCreate(t *testing.T) {
+	created := mustObj(t, strings.Replace(actualDeployment, `"operation":"Apply"`, `"operation":"Update"`, 1))
+	desired := mustObj(t, desiredDeployment)
+	s := Slim(created, manager)
+	if !CreatedByUpdate(s, manager) || CreatedByUpdate(s, "someone-else") || CreatedByUpdate(Slim(mustObj(t, actualDeployment), manager), manager) {
+		t.Errorf("CreatedByUpdate wrong; the slim copy's managedFields: %v", s.Object["metadata"].(map[string]interface{})["managedFields"])
+	}
+	if !UpToDate(desired, s) {
+		t.Errorf("an object just created is not up to date; its fields: %v", AppliedFields(created, manager))
+	}
+	if MayDropOwned(desired, Slim(mustObj(t, actualDeployment), manager)) {
+		t.Error("an apply of what was applied may drop a field")
+	}
+	withDefault := strings.Replace(actualDeployment, `"f:replicas":{},`, `"f:replicas":{},"f:strategy":{"f:type":{}},`, 1)
+	if !MayDropOwned(desired, Slim(mustObj(t, withDefault), manager)) {
+		t.Error("an owned default the desired object leaves out: MayDropOwned = false")
+	}
+	fewer := desired.DeepCopy()
+	containers, _, _ := unstructured.NestedSlice(fewer.Object, "spec", "template", "spec", "containers")
+	_ = unstructured.SetNestedSlice(fewer.Object, containers[:1], "spec", "template", "spec", "containers")
+	if !MayDropOwned(fewer, s) {
+		t.Error("a container removed upstream: MayDropOwned = false")
+	}
+	if !MayDropOwned(desired, created) {
+		t.Error("an object that is not slim says nothing of its fields: MayDropOwned must be true")
+	}
+}
+
+// TestSlimCreatedEmptyFields: a plain create records no field of an empty optional map (the edge's
+// types leave it out), so an object made that way is up to date without owning it; one made by an
+// apply, which records what it applied, must own it.
+func TestSlimCreatedEmptyFields(t *testing.T) {
+	desired := mustObj(t, `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j","namespace":"app","annotations":{"edge.kubestellar.io/downsync-hash":"h1"}},
+	 "spec":{"template":{"metadata":{"labels":{}},"spec":{"restartPolicy":"Never"}}}}`)
+	actual := func(op string) *unstructured.Unstructured {
+		return mustObj(t, `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j","namespace":"app","annotations":{"edge.kubestellar.io/downsync-hash":"h1"},
+		 "managedFields":[{"manager":"kubestellar-syncer","operation":"`+op+`","fieldsType":"FieldsV1","fieldsV1":{
+		  "f:metadata":{"f:annotations":{"f:edge.kubestellar.io/downsync-hash":{}}},"f:spec":{"f:template":{"f:spec":{"f:restartPolicy":{}}}}}}]},
+		 "spec":{"template":{"metadata":{"labels":{"batch.kubernetes.io/job-name":"j"}},"spec":{"restartPolicy":"Never"}}}}`)
+	}
+	if !UpToDate(desired, Slim(actual("Update"), manager)) {
+		t.Error("made by a plain create: an empty map it could not record makes it not up to date")
+	}
+	if UpToDate(desired, Slim(actual("Apply"), manager)) {
+		t.Error("made by an apply: an empty map applied but not owned is up to date")
+	}
+}
+
+// TestMayDropOwnedListElements: an element of a list replaced by another of the same shape (a
+// renamed env variable, another value of a set) leaves the old one owned by the create: the apply
+// would add the new one beside it, so the fields must be handed over first. A changed map value
+// is taken over by the apply.
+func TestMayDropOwnedListElements(t *testing.T) {
+	created := mustObj(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","annotations":{"edge.kubestellar.io/downsync-hash":"h1"},
+	 "managedFields":[{"manager":"kubestellar-syncer","operation":"Update","fieldsType":"FieldsV1","fieldsV1":{
+	  "f:metadata":{"f:annotations":{"f:edge.kubestellar.io/downsync-hash":{}}},"f:data":{"f:k":{}},
+	  "f:env":{"k:{\"name\":\"A\"}":{".":{},"f:name":{},"f:value":{}}},"f:finalizers":{"v:\"a\"":{}}}}]},
+	 "data":{"k":"v"},"env":[{"name":"A","value":"1"}],"finalizers":["a"]}`)
+	s := Slim(created, manager)
+	desired := func(data, env, set string) *unstructured.Unstructured {
+		return mustObj(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","annotations":{"edge.kubestellar.io/downsync-hash":"h2"}},
+		 "data":{"k":"`+data+`"},"env":[{"name":"`+env+`","value":"1"}],"finalizers":["`+set+`"]}`)
+	}
+	if MayDropOwned(desired("changed", "A", "a"), s) {
+		t.Error("a changed map value: MayDropOwned = true")
+	}
+	if !MayDropOwned(desired("v", "B", "a"), s) {
+		t.Error("a keyed list element replaced by another: MayDropOwned = false")
+	}
+	if !MayDropOwned(desired("v", "A", "b"), s) {
+		t.Error("a set value replaced by another: MayDropOwned = false")
 	}
 }

@@ -180,7 +180,7 @@ func UpToDate(desired, actual *unstructured.Unstructured) bool {
 		return false
 	}
 	if applied, ok := actual.Object[AppliedField].(map[string]interface{}); ok {
-		return appliedMatch(desiredFields(desired), applied)
+		return appliedMatch(desiredFields(desired), applied, createdMarked(actual))
 	}
 	return Subset(desired.Object, actual.Object)
 }

@@ -45,6 +45,9 @@ const (
 	Error    = "error"
 	// Loop counts the writes that found a loop with another actor (then the key backs off).
 	Loop = "loop"
+	// HandedOver counts the managedFields patches that hand fields of earlier writes (the syncer's
+	// own plain create, the release-0.14 syncer's updates) to the syncer's apply manager.
+	HandedOver = "handed-over"
 )
 
 // successCodes are the verbs Verb names, each with the HTTP code its success usually has: the

@@ -117,7 +117,13 @@ func (c *Controller) Handler(downstream bool, gvr schema.GroupVersionResource) c
 		c.queue.Add(framework.Key{GVR: r.Upstream, Namespace: u.GetNamespace(), Name: name})
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj interface{}) { enqueue(framework.ObjectOf(obj)) },
+		AddFunc: func(obj interface{}) {
+			u := framework.ObjectOf(obj)
+			if downstream && u != nil && !carriesStatus(u) {
+				return // nothing to return (a create's echo); its first status comes as an update
+			}
+			enqueue(u)
+		},
 		UpdateFunc: func(oldObj, newObj interface{}) {
 			o, n := framework.ObjectOf(oldObj), framework.ObjectOf(newObj)
 			if o != nil && n != nil && mapping.StatusEqual(o, n) && mapping.OwnedDownstream(o) == mapping.OwnedDownstream(n) &&
@@ -166,16 +172,22 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	if err != nil || !synced {
 		return 0, err
 	}
+	if down == nil || !mapping.OwnedDownstream(down) {
+		return 0, nil
+	}
+	status, hasStatus := down.Object["status"]
+	if !hasStatus {
+		return 0, nil // no status to return: the upstream object is not read
+	}
 	up, synced, err := framework.Cached(c.cfg.UpstreamInformers, r.Upstream, key.Namespace, key.Name)
 	if err != nil || !synced {
 		return 0, err
 	}
-	if down == nil || up == nil || !mapping.OwnedDownstream(down) || up.GetDeletionTimestamp() != nil || mapping.OwnedUpstream(up) ||
+	if up == nil || up.GetDeletionTimestamp() != nil || mapping.OwnedUpstream(up) ||
 		!c.cfg.Selection.ReturnsStatus(selection.ObjectOf(gr, up)) {
 		return 0, nil
 	}
-	status, hasStatus := down.Object["status"]
-	if !hasStatus || mapping.StatusEqual(down, up) {
+	if mapping.StatusEqual(down, up) {
 		logger.V(logging.Skip).Info("Upstream status is up to date")
 		return 0, nil
 	}
@@ -200,4 +212,10 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	}
 	c.writes.Applied(ctx, key, metrics.Updated, "Returned status upstream", "subresource", r.UpstreamHasStatus)
 	return 0, nil
+}
+
+// carriesStatus tells whether an object has a status field (process returns it, even empty).
+func carriesStatus(u *unstructured.Unstructured) bool {
+	_, ok := u.Object["status"]
+	return ok
 }

@@ -205,8 +205,8 @@ func resolveSelection(sel *selection.Selection, old *snapshot, up, down side) *s
 // only the caches upsync reads keep objects whole.
 func informerSpecs(s *snapshot, ownerLabel, fieldManager string) (up, down map[schema.GroupVersionResource]informermanager.Spec) {
 	up = map[schema.GroupVersionResource]informermanager.Spec{}
-	down = map[schema.GroupVersionResource]informermanager.Spec{namespaceGVR: {}}
-	owned := informermanager.Spec{LabelSelector: mapping.OwnerLabel + "=" + ownerLabel, AppliedBy: fieldManager}
+	down = map[schema.GroupVersionResource]informermanager.Spec{namespaceGVR: {Manager: fieldManager}}
+	owned := informermanager.Spec{LabelSelector: mapping.OwnerLabel + "=" + ownerLabel, AppliedBy: fieldManager, Manager: fieldManager}
 	for _, r := range s.resources {
 		up[r.Upstream.GVR] = informermanager.Spec{Namespaces: upstreamScope(s.selection, r)}
 		if r.ServedDownstream() && r.Downstream.GVR != namespaceGVR {
@@ -220,7 +220,7 @@ func informerSpecs(s *snapshot, ownerLabel, fieldManager string) (up, down map[s
 	}
 	for _, r := range s.upsync {
 		up[r.Upstream.GVR] = informermanager.Spec{}
-		down[r.Downstream.GVR] = informermanager.Spec{}
+		down[r.Downstream.GVR] = informermanager.Spec{Manager: fieldManager}
 	}
 	for _, gvr := range s.upLeftovers {
 		if spec, ok := up[gvr]; !ok {

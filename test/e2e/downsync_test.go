@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/test/support"
 )
@@ -33,7 +34,7 @@ func hasMark(o *unstructured.Unstructured) (bool, string) {
 func TestDownsyncCreateUpdateDelete(t *testing.T) {
 	f := newFixture(t)
 	ns := f.namespace("app")
-	cm := configMap(ns, "settings", map[string]interface{}{"color": "blue"})
+	cm := configMap(ns, "settings", map[string]interface{}{"color": "blue", "size": "s"})
 	cm.SetAnnotations(map[string]string{"kcp.io/cluster": "root:mailbox", "keep.example.com/note": "kept"})
 	cm.SetLabels(map[string]string{"app": "demo"})
 	f.create(f.up, gvrConfigMaps, cm)
@@ -41,7 +42,10 @@ func TestDownsyncCreateUpdateDelete(t *testing.T) {
 	upSvc := f.create(f.up, gvrServices, obj("v1", "Service", ns, "web", map[string]interface{}{"spec": map[string]interface{}{
 		"ports": []interface{}{map[string]interface{}{"port": int64(80)}}, "selector": map[string]interface{}{"app": "web"}}}))
 	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps"), resource("apps", "v1", "deployments"), resource("", "v1", "services")))
-	f.startSyncer()
+	p := f.startSyncer()
+	handedOver := func() float64 {
+		return p.metrics()[`kubestellar_syncer_writes_total{direction="downsync",resource="configmaps",result="handed-over"}`]
+	}
 
 	down := f.waitFor(f.down, gvrConfigMaps, ns, "settings", dataEquals("color", "blue"))
 	if ok, msg := hasMark(down); !ok {
@@ -76,15 +80,33 @@ func TestDownsyncCreateUpdateDelete(t *testing.T) {
 		_ = unstructured.SetNestedField(o.Object, "green", "data", "color")
 	})
 	f.waitFor(f.down, gvrConfigMaps, ns, "settings", dataEquals("color", "green"))
+	if n := handedOver(); n != 0 {
+		t.Errorf("a changed value handed the create's fields over (%v times): one apply does it", n)
+	}
 
-	// A field removed upstream is removed downstream.
+	// A field removed upstream is removed downstream, though the create (a plain POST) left it under
+	// the syncer's update entry, not its apply entry.
 	f.update(f.up, gvrConfigMaps, ns, "settings", func(o *unstructured.Unstructured) {
 		o.SetAnnotations(map[string]string{})
+		unstructured.RemoveNestedField(o.Object, "data", "size")
 	})
 	f.waitFor(f.down, gvrConfigMaps, ns, "settings", func(o *unstructured.Unstructured) (bool, string) {
 		_, has := o.GetAnnotations()["keep.example.com/note"]
-		return !has, "annotation removed upstream is still downstream"
+		_, hasSize, _ := unstructured.NestedString(o.Object, "data", "size")
+		return !has && !hasSize, fmt.Sprintf("annotation or data key removed upstream still downstream: %v %v", o.GetAnnotations(), o.Object["data"])
 	})
+	if n := handedOver(); n != 1 {
+		t.Errorf("fields removed upstream: the create's fields handed over %v times, want 1", n)
+	}
+	downCM, err := f.get(f.down, gvrConfigMaps, ns, "settings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range downCM.GetManagedFields() {
+		if e.Manager == framework.DefaultFieldManager && e.Operation != metav1.ManagedFieldsOperationApply {
+			t.Errorf("after the hand-over the syncer still has a %s entry: %+v", e.Operation, downCM.GetManagedFields())
+		}
+	}
 
 	f.update(f.up, gvrDeployments, ns, "web", func(o *unstructured.Unstructured) {
 		_ = unstructured.SetNestedField(o.Object, int64(3), "spec", "replicas")
@@ -500,8 +522,8 @@ func TestDownsyncIdleSendsNothing(t *testing.T) {
 		return len(sent) == 0, strings.Join(sent, ", ")
 	})
 	after := p.metrics()
-	if after[`kubestellar_syncer_api_requests_total{code="201",side="downstream",verb="PATCH"}`] < 21 {
-		t.Errorf("request metrics look wrong (fewer creating PATCHes than objects): %v", after)
+	if after[`kubestellar_syncer_api_requests_total{code="201",side="downstream",verb="CREATE"}`] < 21 {
+		t.Errorf("request metrics look wrong (fewer CREATEs than objects): %v", after)
 	}
 }
 

@@ -1,0 +1,56 @@
+package downsync
+
+import (
+	"sync"
+
+	"github.com/kubestellar/syncer/pkg/framework"
+)
+
+// echoes are the edge objects downsync has just written, by key, with the resourceVersion the
+// write returned. The downstream watch brings each write back as an event; an event carrying that
+// very resourceVersion is the object as downsync wrote it, which holds nothing to act on (anything
+// changed upstream meanwhile brings the key back through the upstream event), so it is not queued.
+// Any other event of the key (a later or earlier version, a deletion) forgets the entry and is
+// queued as usual. A write the edge changed on the way (a mutating webhook) is not recorded: its
+// event is looked at, as any other. In an initial sync this halves the work per object.
+type echoes struct {
+	mu   sync.Mutex
+	rvs  map[framework.Key]string
+	peak int
+}
+
+// wrote records that downsync wrote key's object, which is now at resourceVersion rv.
+func (e *echoes) wrote(key framework.Key, rv string) {
+	if rv == "" {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.rvs == nil {
+		e.rvs = map[framework.Key]string{}
+	}
+	e.rvs[key] = rv
+	e.peak = max(e.peak, len(e.rvs))
+}
+
+// echo tells whether an event of key's edge object at resourceVersion rv is downsync's own write
+// coming back; either way the entry is forgotten.
+func (e *echoes) echo(key framework.Key, rv string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	want, ok := e.rvs[key]
+	if !ok {
+		return false
+	}
+	delete(e.rvs, key)
+	if e.peak > 1024 && len(e.rvs) <= e.peak/8 {
+		// Go maps keep the size of their peak: an initial sync's is given back once mostly drained
+		// (a write whose echo never came, a no-op apply, stays until the key's next event).
+		rvs := make(map[framework.Key]string, len(e.rvs))
+		for k, v := range e.rvs {
+			rvs[k] = v
+		}
+		e.rvs, e.peak = rvs, len(rvs)
+	}
+	return want == rv
+}
