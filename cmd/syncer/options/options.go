@@ -30,6 +30,10 @@ type Options struct {
 	SyncTargetUID  string
 	QPS            float32
 	Burst          int
+	// DownstreamQPS and DownstreamBurst are the client-side limit to the edge; QPS and Burst to the
+	// upstream.
+	DownstreamQPS   float32
+	DownstreamBurst int
 
 	Workers                int
 	StatusWorkers          int
@@ -87,8 +91,13 @@ var logFlags = map[string]string{
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
-		QPS:                    500,
-		Burst:                  1000,
+		QPS:   500,
+		Burst: 1000,
+		// The edge is paced by its own API Priority and Fairness, as controller-runtime's clients
+		// are since v0.21 on SIG API Machinery's advice; the upstream is shared by many edges, and a
+		// kcp server may not run priority and fairness.
+		DownstreamQPS:          -1,
+		DownstreamBurst:        1000,
 		Workers:                16,
 		StatusWorkers:          4,
 		UpsyncWorkers:          4,
@@ -118,8 +127,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ToContext, "to-context", o.ToContext, "Context in --to-kubeconfig to use.")
 	fs.StringVar(&o.SyncTargetName, "sync-target-name", o.SyncTargetName, "Name of the sync target; it identifies this syncer's objects downstream (label "+"edge.kubestellar.io/downsynced-by).")
 	fs.StringVar(&o.SyncTargetUID, "sync-target-uid", o.SyncTargetUID, "UID of the sync target. Required.")
-	fs.Float32Var(&o.QPS, "qps", o.QPS, "Client-side limit of requests per second to each apiserver; negative: no client-side limit (the apiservers' priority and fairness still apply).")
-	fs.IntVar(&o.Burst, "burst", o.Burst, "Client-side burst of requests to each apiserver.")
+	fs.Float32Var(&o.QPS, "qps", o.QPS, "Client-side limit of requests per second to the upstream (mailbox workspace); negative: no client-side limit.")
+	fs.IntVar(&o.Burst, "burst", o.Burst, "Client-side burst of requests to the upstream.")
+	fs.Float32Var(&o.DownstreamQPS, "downstream-qps", o.DownstreamQPS, "Client-side limit of requests per second to the downstream (edge cluster); negative: no client-side limit, the edge's API Priority and Fairness paces the syncer.")
+	fs.IntVar(&o.DownstreamBurst, "downstream-burst", o.DownstreamBurst, "Client-side burst of requests to the downstream, when --downstream-qps is positive.")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Number of downsync workers.")
 	fs.IntVar(&o.StatusWorkers, "status-workers", o.StatusWorkers, "Number of status-return workers.")
 	fs.IntVar(&o.UpsyncWorkers, "upsync-workers", o.UpsyncWorkers, "Number of upsync workers.")
@@ -185,6 +196,9 @@ func (o *Options) Validate() error {
 	}
 	if o.QPS == 0 || (o.QPS > 0 && o.Burst <= 0) {
 		errs = append(errs, "--qps must be positive (or negative: no client-side limit) and --burst positive")
+	}
+	if o.DownstreamQPS == 0 || (o.DownstreamQPS > 0 && o.DownstreamBurst <= 0) {
+		errs = append(errs, "--downstream-qps must be positive (or negative: no client-side limit) and --downstream-burst positive")
 	}
 	if o.LeaderElect {
 		if o.LeaderElectResourceNamespace == "" {
@@ -259,8 +273,9 @@ func (o *Options) RESTConfigs() (upstream, downstream *rest.Config, err error) {
 	} else if downstream, err = load(o.ToKubeconfig, o.ToContext); err != nil {
 		return nil, nil, fmt.Errorf("--to-kubeconfig %s: %w", o.ToKubeconfig, err)
 	}
+	upstream.QPS, upstream.Burst = o.QPS, o.Burst
+	downstream.QPS, downstream.Burst = o.DownstreamQPS, o.DownstreamBurst
 	for _, c := range []*rest.Config{upstream, downstream} {
-		c.QPS, c.Burst = o.QPS, o.Burst
 		c.UserAgent = "kubestellar-syncer/" + o.SyncTargetName
 	}
 	return upstream, downstream, nil

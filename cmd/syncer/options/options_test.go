@@ -1,6 +1,8 @@
 package options
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,6 +24,9 @@ func TestValidateWorkers(t *testing.T) {
 		{args: []string{"--upsync-workers=-2"}, wantErr: "--upsync-workers must be at least 1 (got -2)"},
 		{args: []string{"--workers=0", "--upsync-workers=0"}, wantErr: "--workers must be at least 1 (got 0); --upsync-workers must be at least 1 (got 0)"},
 		{args: []string{"--syncer-config-selector=edge.kubestellar.io/sync-target=edge-1"}},
+		{args: []string{"--downstream-qps=100", "--downstream-burst=200", "--qps=-1"}},
+		{args: []string{"--downstream-qps=0"}, wantErr: "--downstream-qps must be positive (or negative: no client-side limit) and --downstream-burst positive"},
+		{args: []string{"--downstream-qps=50", "--downstream-burst=0"}, wantErr: "--downstream-qps must be positive (or negative: no client-side limit) and --downstream-burst positive"},
 		{args: []string{"--syncer-config-selector=a in (b"}, wantErr: "--syncer-config-selector: unable to parse requirement: found '', expected: ',' or ')'"},
 	} {
 		o := NewOptions()
@@ -77,6 +82,45 @@ func TestValidateLogging(t *testing.T) {
 			t.Errorf("%v: %v", tc.args, err)
 		case tc.wantErr != "" && (err == nil || err.Error() != tc.wantErr):
 			t.Errorf("%v: error %v, want %q", tc.args, err, tc.wantErr)
+		}
+	}
+}
+
+// TestRESTConfigsLimits: the upstream client keeps --qps and --burst (500 and 1000 by default); the
+// edge client has no client-side limit by default, and --downstream-qps and --downstream-burst
+// when given.
+func TestRESTConfigsLimits(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args               []string
+		upQPS, downQPS     float32
+		upBurst, downBurst int
+	}{
+		{args: nil, upQPS: 500, upBurst: 1000, downQPS: -1, downBurst: 1000},
+		{args: []string{"--qps=20", "--burst=30", "--downstream-qps=50", "--downstream-burst=100"}, upQPS: 20, upBurst: 30, downQPS: 50, downBurst: 100},
+	} {
+		o := NewOptions()
+		fs := pflag.NewFlagSet("syncer", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		if err := fs.Parse(append([]string{"--from-kubeconfig=" + kubeconfig, "--to-kubeconfig=" + kubeconfig, "--sync-target-uid=u"}, tc.args...)); err != nil {
+			t.Fatal(err)
+		}
+		up, down, err := o.RESTConfigs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if up.QPS != tc.upQPS || up.Burst != tc.upBurst || down.QPS != tc.downQPS || down.Burst != tc.downBurst {
+			t.Errorf("%v: upstream %v/%d, downstream %v/%d; want %v/%d, %v/%d", tc.args, up.QPS, up.Burst, down.QPS, down.Burst,
+				tc.upQPS, tc.upBurst, tc.downQPS, tc.downBurst)
 		}
 	}
 }
