@@ -40,6 +40,8 @@ type config struct {
 	sizes []int
 	// profiles, if set, is where the memory scenario saves the syncer's heap profiles.
 	profiles string
+	// cpuProfiles, if set, is where the sync scenario saves the syncer's CPU profile of each fill.
+	cpuProfiles string
 	// memoryAge is how long the memory scenario lets a filled syncer run before measuring.
 	memoryAge time.Duration
 	// edges are the syncer counts of the edges scenario; edgeObjects the ConfigMaps in each mailbox.
@@ -57,10 +59,11 @@ func main() {
 	flag.IntVar(&c.repeat, "repeat", 3, "Repetitions of each figure (median and spread are printed).")
 	flag.BoolVar(&c.quick, "quick", false, "Small sizes and one repetition: a smoke run, not figures.")
 	flag.StringVar(&scenarios, "scenarios", "edges,settings,sync,idle,latency,memory,polling,mailboxes", "Which scenarios to run (mailboxes needs kcp: -kcp-bin-dir).")
-	flag.StringVar(&extra, "syncer-args", "", "Extra syncer flags, space-separated (e.g. \"--qps=-1 --workers=16\").")
+	flag.StringVar(&extra, "syncer-args", "", "Extra syncer flags, space-separated (e.g. \"--downstream-qps=500 --workers=32\").")
 	var sizes string
 	flag.StringVar(&sizes, "sizes", "", "Object counts of the sync and memory scenarios, comma-separated (e.g. 1000,10000; sync then runs ConfigMaps only). Default: 1000 and 10000 (sync), 1000, 10000 and 100000 (memory).")
 	flag.StringVar(&c.profiles, "heap-profiles", "", "A folder where the memory scenario saves the syncer's heap profile at each size.")
+	flag.StringVar(&c.cpuProfiles, "cpu-profiles", "", "A folder where the sync scenario saves the syncer's CPU profile of each fill (its first seconds: 1 per 500 objects, 2 to 30).")
 	var edges string
 	flag.StringVar(&edges, "edges", "", "Syncer counts of the edges scenario, comma-separated (default 10,50; -quick 3,6).")
 	flag.IntVar(&c.edgeObjects, "edge-objects", 10, "ConfigMaps in each mailbox of the edges scenario.")

@@ -101,7 +101,7 @@ func (b *bench) measureMemory(ctx context.Context, w workload, profile string) (
 		}
 		defer c.stop()
 	}
-	p, err := b.startSyncer("--qps=-1") // memory, not speed: fill as fast as the servers go
+	p, err := b.startSyncer() // memory, not speed: fill as fast as the servers go (no limit at the edge by default)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -218,7 +221,16 @@ func (b *bench) measureSyncer(ctx context.Context, w workload, keep bool, extra 
 	if err != nil {
 		return syncMeasure{}, err
 	}
+	profiled := make(chan error, 1)
+	if b.cfg.cpuProfiles != "" {
+		go func() { profiled <- b.cpuProfile(p, w) }()
+	} else {
+		profiled <- nil
+	}
 	f, all, err := c.wait(ctx, 15*time.Minute)
+	if perr := <-profiled; perr != nil && err == nil {
+		err = perr
+	}
 	if err != nil {
 		p.stopProcess()
 		return syncMeasure{}, fmt.Errorf("%w (syncer log %s)", err, p.log)
@@ -242,7 +254,7 @@ func (b *bench) measureSyncer(ctx context.Context, w workload, keep bool, extra 
 	return res, deleteNamespaces(ctx, b.down, w.namespaces)
 }
 
-// settings measures the initial sync of 1,000 ConfigMaps under several --qps/--burst/--workers
+// settings measures the initial sync of 1,000 ConfigMaps under several --downstream-qps/--downstream-burst/--workers
 // settings, to show what they trade.
 func (b *bench) settings(ctx context.Context) error {
 	n := 1000
@@ -257,13 +269,13 @@ func (b *bench) settings(ctx context.Context) error {
 		return err
 	}
 	for _, args := range [][]string{
-		{"--qps=20", "--burst=30", "--workers=2"},
-		{"--qps=50", "--burst=100", "--workers=8"},
-		{"--qps=200", "--burst=400", "--workers=16"},
-		{"--qps=500", "--burst=1000", "--workers=16"},
-		{"--qps=-1", "--workers=8"},
-		{"--qps=-1", "--workers=16"},
-		{"--qps=-1", "--workers=32"},
+		{"--downstream-qps=20", "--downstream-burst=30", "--workers=2"},
+		{"--downstream-qps=50", "--downstream-burst=100", "--workers=8"},
+		{"--downstream-qps=200", "--downstream-burst=400", "--workers=16"},
+		{"--downstream-qps=500", "--downstream-burst=1000", "--workers=16"},
+		{"--workers=8"},
+		{"--workers=16"},
+		{"--workers=32"},
 	} {
 		var fill, cpu []float64
 		for rep := 0; rep < b.cfg.repeat; rep++ {
@@ -298,4 +310,25 @@ func logTime(path, what string) (time.Time, bool) {
 		return t.AddDate(time.Now().Year(), 0, 0), true
 	}
 	return time.Time{}, false
+}
+
+// cpuProfile saves the syncer's CPU profile of its first seconds (1 per 500 objects of w, 2 to 30:
+// the fill) in -cpu-profiles, named after the workload and the time.
+func (b *bench) cpuProfile(p *syncerProc, w workload) error {
+	seconds := min(max(w.n/500, 2), 30)
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.metricsAddr, seconds))
+	if err != nil {
+		return fmt.Errorf("CPU profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if err := os.MkdirAll(b.cfg.cpuProfiles, 0o755); err != nil {
+		return err
+	}
+	out, err := os.Create(filepath.Join(b.cfg.cpuProfiles, fmt.Sprintf("cpu-%s-%d-%d.pprof", w.gvr.Resource, w.n, time.Now().Unix())))
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	_, err = io.Copy(out, resp.Body)
+	return err
 }
