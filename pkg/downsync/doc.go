@@ -2,8 +2,7 @@
 // {GVR, namespace, name} whose workers make each downstream object match its upstream counterpart —
 // created (a plain create) or updated (server-side apply) when it is selected, deleted when it is
 // owned and no longer selected (or gone upstream), held when its API is merely missing upstream.
-// Before the first apply that may leave out a field of the create, the create's fields are handed
-// to the apply manager. The edge event of its own write (the resourceVersion the write returned)
+// Before an object's first apply, the fields of its create are handed to the apply manager. The edge event of its own write (the resourceVersion the write returned)
 // is not queued again.
 //
 // It reads both sides only through informer caches and writes only downstream, through the shared

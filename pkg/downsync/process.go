@@ -2,6 +2,7 @@ package downsync
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -185,8 +186,8 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 // which succeeds only while the name is free, one request (the apiserver's cheapest write: a
 // server-side apply costs it a third more); when the name is taken the object in the way is read and
 // taken through the ownership checks below, as an object read live. The create leaves the fields
-// under an update entry of the field manager; before an apply that may leave one of them out,
-// handOver moves them to its apply entry, so that what leaves the desired object leaves the edge.
+// under an update entry of the field manager; before the object's first apply, handOver moves them
+// to its apply entry, so that what leaves the desired object leaves the edge.
 func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, upObj, desired, downObj *unstructured.Unstructured, readLive bool) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
 	creating := downObj == nil
@@ -244,23 +245,16 @@ func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, u
 	var before *unstructured.Unstructured
 	legacy := readLive && mapping.OwnedDownstream(downObj) // mark without label: the release-0.14 syncer's, say
 	handed := false
-	if !creating && (legacy || mapping.CreatedByUpdate(downObj, c.cfg.FieldManager) && mapping.MayDropOwned(desired, downObj)) {
-		// Fields another manager name holds, which this apply may leave out: handed to the apply
-		// manager first, or they would stay at the edge.
-		live := downObj
+	if !creating && (legacy || mapping.CreatedByUpdate(downObj, c.cfg.FieldManager)) {
+		// Fields another manager name holds (the create's update entry; the release-0.14 syncer's):
+		// handed to the apply manager before its apply, or a field it leaves out would stay at the
+		// edge, and every apply would weigh both entries.
+		live, gone, err := c.handOver(ctx, key, r, downObj, readLive, legacy)
+		if err != nil || gone {
+			return 0, err // gone: its deletion's event brings the key back
+		}
 		if !readLive {
-			var err error
-			if live, err = c.existing(ctx, key, r); err != nil || live == nil {
-				return 0, err // gone: its deletion's event brings the key back
-			}
-			before = live
-		}
-		managers := sets.New(c.cfg.FieldManager)
-		if legacy {
-			managers.Insert(LegacyFieldManager)
-		}
-		if err := c.migrateManagers(ctx, key, r, live, managers); err != nil {
-			return 0, err
+			before = live // read to hand over, if it was: who else wrote it, for the loop report
 		}
 		handed = true
 	}
@@ -331,32 +325,64 @@ func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, u
 // wrote with plain updates, so the apiserver named its fields after its binary, "syncer".
 const LegacyFieldManager = "syncer"
 
-// migrateManagers hands the fields that the update entries of managers own on an object (this
-// syncer's plain create; the release-0.14 syncer's updates on an object taken over from it) to this
-// syncer's apply manager (client-go's csaupgrade), so that a field removed upstream later is removed
-// at the edge too instead of staying for good under the old owner. A hand-over is needed before an
-// apply that may leave out one of those fields: the fields of a create (mapping.MayDropOwned: a
-// field removed upstream, a default the edge added), every field of a taken-over object. obj was
-// read from the apiserver (the cache keeps no fields of managedFields).
-func (c *Controller) migrateManagers(ctx context.Context, key framework.Key, r Resource, obj *unstructured.Unstructured, managers sets.Set[string]) error {
-	legacy := managers.Has(LegacyFieldManager) && mapping.CreatedByUpdate(obj, LegacyFieldManager)
-	patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, managers, c.cfg.FieldManager)
-	if err != nil || patch == nil {
-		return err // nil, nil: nothing to hand over
-	}
+// handOver hands the fields of the update entries of this syncer's plain create (and, for legacy,
+// of the release-0.14 syncer's updates) on an object to this syncer's apply manager, before its
+// apply. A create's entry alone, at the place the cache recorded (mapping.CreatedIndex), is renamed
+// in place by a JSON patch that first tests that it is there: one request. Otherwise (an object read
+// live, a taken-over one, the rename refused because the object changed) the object is read, and
+// client-go's csaupgrade merges the entries; the object read is returned (nil when the rename did
+// it), and gone tells that the object is no longer there.
+func (c *Controller) handOver(ctx context.Context, key framework.Key, r Resource, downObj *unstructured.Unstructured, readLive, legacy bool) (live *unstructured.Unstructured, gone bool, err error) {
 	client := c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace)
-	if _, err := client.Patch(ctx, obj.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
-		// Retried: the next try reads the object afresh (a changed object fails the patch's test).
-		return fmt.Errorf("handing over the fields of earlier writes to %s: %w", c.cfg.FieldManager, err)
+	if !readLive && !legacy {
+		if index, ok := mapping.CreatedIndex(downObj, c.cfg.FieldManager); ok {
+			path := fmt.Sprintf("/metadata/managedFields/%d/", index)
+			patch, err := json.Marshal([]map[string]interface{}{
+				{"op": "test", "path": path + "manager", "value": c.cfg.FieldManager},
+				{"op": "test", "path": path + "operation", "value": string(metav1.ManagedFieldsOperationUpdate)},
+				{"op": "replace", "path": path + "operation", "value": string(metav1.ManagedFieldsOperationApply)},
+			})
+			if err != nil {
+				return nil, false, err
+			}
+			if _, err := client.Patch(ctx, downObj.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{}); err == nil {
+				c.handedOver(ctx, key, false)
+				return nil, false, nil
+			}
+			// Refused (the entry moved, or is gone): read the object and merge below.
+		}
 	}
+	live = downObj
+	if !readLive {
+		if live, err = c.existing(ctx, key, r); err != nil || live == nil {
+			return nil, live == nil && err == nil, err
+		}
+	}
+	managers := sets.New(c.cfg.FieldManager)
+	if legacy {
+		managers.Insert(LegacyFieldManager)
+	}
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, managers, c.cfg.FieldManager)
+	if err != nil || patch == nil {
+		return live, false, err // nil, nil: nothing to hand over
+	}
+	if _, err := client.Patch(ctx, live.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
+		// Retried: the next try reads the object afresh (a changed object fails the patch's test).
+		return nil, false, fmt.Errorf("handing over the fields of earlier writes to %s: %w", c.cfg.FieldManager, err)
+	}
+	c.handedOver(ctx, key, legacy && mapping.CreatedByUpdate(live, LegacyFieldManager))
+	return live, false, nil
+}
+
+// handedOver counts and logs a hand-over.
+func (c *Controller) handedOver(ctx context.Context, key framework.Key, legacy bool) {
 	c.cfg.Metrics.Writes.WithLabelValues(metrics.Downsync, key.GVR.GroupResource().String(), metrics.HandedOver).Inc()
 	if legacy {
 		klog.FromContext(ctx).Info("Took over an object from the release-0.14 syncer: its fields now belong to this syncer",
 			"from", LegacyFieldManager, "to", c.cfg.FieldManager)
-	} else {
-		klog.FromContext(ctx).V(logging.Change).Info("Handed the fields of the create to the apply manager before an apply that may drop one")
+		return
 	}
-	return nil
+	klog.FromContext(ctx).V(logging.Change).Info("Handed the fields of the create to the apply manager before its first apply")
 }
 
 // recreate deletes an owned downstream object that cannot take a change in place; the deletion's

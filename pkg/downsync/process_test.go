@@ -478,55 +478,75 @@ func TestOtherSyncersNamespaceKept(t *testing.T) {
 }
 
 // TestCreatedObjectHandedOver: an object the syncer made by a plain create carries its fields under
-// an update entry. An apply that changes a value takes it as it is (one request); an apply that may
-// leave one of those fields out (a key removed upstream) first hands them to the apply manager, or
-// the key would stay at the edge under the update entry.
+// an update entry; before its first apply they are handed to the apply entry. Where the cache
+// recorded the entry's place, a JSON patch renames it (one request); where the rename is refused,
+// or no place is known, the object is read and client-go's csaupgrade merges the entries.
 func TestCreatedObjectHandedOver(t *testing.T) {
-	created := func(data map[string]interface{}, fields string) *unstructured.Unstructured {
+	created := func(entries ...metav1.ManagedFieldsEntry) *unstructured.Unstructured {
 		up := upCM.DeepCopy()
-		up.Object["data"] = data
+		up.Object["data"] = map[string]interface{}{"k": "old"}
 		d := owned(t, up)
 		d.SetResourceVersion("7")
-		d.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: framework.DefaultFieldManager, Operation: metav1.ManagedFieldsOperationUpdate,
-			APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}})
+		d.SetManagedFields(entries)
 		return d
 	}
-	meta := `"f:metadata":{"f:annotations":{"f:edge.kubestellar.io/downsync-hash":{},"f:edge.kubestellar.io/downsynced":{}},"f:labels":{"f:edge.kubestellar.io/downsynced-by":{}}}`
+	update := metav1.ManagedFieldsEntry{Manager: framework.DefaultFieldManager, Operation: metav1.ManagedFieldsOperationUpdate,
+		APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:k":{}}}`)}}
+	apply := update
+	apply.Operation, apply.FieldsV1 = metav1.ManagedFieldsOperationApply, &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:other":{}}}`)}
+	other := update
+	other.Manager = "kubectl-edit"
 	for _, tc := range []struct {
-		name string
-		down *unstructured.Unstructured
-		want []string
-		// handed is whether the update entry was handed over.
-		handed bool
+		name    string
+		down    *unstructured.Unstructured
+		refuse  bool // the rename patch is refused (the entry moved)
+		want    []string
+		renamed bool // a rename patch was sent
+		merged  bool // a csaupgrade patch was sent
 	}{
-		{name: "a value changed: one apply", down: created(map[string]interface{}{"k": "old"}, `{`+meta+`,"f:data":{"f:k":{}}}`),
-			want: []string{"patch configmaps"}},
-		{name: "a key removed upstream: handed over, then applied", down: created(map[string]interface{}{"k": "v", "gone": "x"}, `{`+meta+`,"f:data":{"f:k":{},"f:gone":{}}}`),
-			want: []string{"get configmaps", "patch configmaps", "patch configmaps"}, handed: true},
+		{name: "the create's entry alone: renamed, then applied", down: created(other, update),
+			want: []string{"patch configmaps", "patch configmaps"}, renamed: true},
+		{name: "the rename refused: read, merged, applied", down: created(other, update), refuse: true,
+			want: []string{"patch configmaps", "get configmaps", "patch configmaps", "patch configmaps"}, renamed: true, merged: true},
+		{name: "an apply entry beside it: read, merged, applied", down: created(apply, update),
+			want: []string{"get configmaps", "patch configmaps", "patch configmaps"}, merged: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, selecting("a"), objs(upCM, nsA), objs(nsA, tc.down))
 			h.c.cfg.DownstreamInformers.(fakeinformers.Informers)[cmGVR] = fakeinformers.With(mapping.Slim(tc.down, framework.DefaultFieldManager))
+			var renamed, merged bool
+			h.down.PrependReactor("patch", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				p := a.(clienttesting.PatchAction)
+				if p.GetPatchType() != types.JSONPatchType {
+					return false, nil, nil
+				}
+				if strings.Contains(string(p.GetPatch()), `"op":"test"`) {
+					renamed = true
+					if !strings.Contains(string(p.GetPatch()), `/metadata/managedFields/1/operation`) {
+						t.Errorf("rename patch at the wrong place: %s", p.GetPatch())
+					}
+					if tc.refuse {
+						return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "x", nil)
+					}
+					return true, tc.down, nil
+				}
+				merged = true
+				if !strings.Contains(string(p.GetPatch()), `"operation":"Apply"`) || strings.Contains(string(p.GetPatch()), `"manager":"kubestellar-syncer","operation":"Update"`) {
+					t.Errorf("merge patch keeps the update entry: %s", p.GetPatch())
+				}
+				return true, tc.down, nil
+			})
 			if _, err := h.c.process(context.Background(), key); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, h.actions()); diff != "" {
 				t.Errorf("actions (-want +got):\n%s", diff)
 			}
-			var handed bool
-			for _, a := range h.down.Actions() {
-				if p, ok := a.(clienttesting.PatchAction); ok && p.GetPatchType() == types.JSONPatchType {
-					handed = true
-					if !strings.Contains(string(p.GetPatch()), `"operation":"Apply"`) || strings.Contains(string(p.GetPatch()), `"operation":"Update"`) {
-						t.Errorf("hand-over patch keeps the update entry: %s", p.GetPatch())
-					}
-				}
+			if renamed != tc.renamed || merged != tc.merged {
+				t.Errorf("renamed %v, merged %v; want %v, %v", renamed, merged, tc.renamed, tc.merged)
 			}
-			if handed != tc.handed {
-				t.Errorf("handed over: %v, want %v", handed, tc.handed)
-			}
-			if got := testutil.ToFloat64(h.m.Writes.WithLabelValues(metrics.Downsync, "configmaps", metrics.HandedOver)); (got == 1) != tc.handed {
-				t.Errorf("writes_total{result=handed-over} = %v", got)
+			if got := testutil.ToFloat64(h.m.Writes.WithLabelValues(metrics.Downsync, "configmaps", metrics.HandedOver)); got != 1 {
+				t.Errorf("writes_total{result=handed-over} = %v, want 1", got)
 			}
 		})
 	}

@@ -42,7 +42,7 @@ type Spec struct {
 	// Manager, when set, is the field manager of the syncer's writes to these objects: an object it
 	// made by a plain create keeps that manager's update entry, without its fields, in the cache
 	// (mapping.CreatedEntries; a slim cache keeps it for AppliedBy), for downsync to hand the entry's
-	// fields to its apply entry before an apply that may drop one.
+	// fields to its apply entry before its first apply.
 	Manager string
 }
 

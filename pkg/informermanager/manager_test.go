@@ -175,7 +175,7 @@ func TestTransform(t *testing.T) {
 		t.Errorf("the slim cache's object decodes as %v", got.Object)
 	}
 
-	// A whole cache keeps, of managedFields, only the manager's update entry (a plain create), without fields.
+	// A whole cache keeps, of managedFields, only the manager's update entry (a plain create), without its fields.
 	created := cm("a", "with-fields")
 	created.Object["metadata"].(map[string]interface{})["managedFields"] = []interface{}{
 		map[string]interface{}{"manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": map[string]interface{}{"f:data": map[string]interface{}{}}},

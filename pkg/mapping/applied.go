@@ -385,18 +385,38 @@ func ownEntry(entry map[string]interface{}, manager string, op metav1.ManagedFie
 
 // CreatedEntries is what a cache keeps of obj's managedFields: nil, or, when manager made obj by a
 // plain create (a POST, which the apiserver records as an update: operation Update) and its fields
-// have not been handed to its apply entry since, that entry without its fields. CreatedByUpdate reads
-// it: the manager's next apply must first take those fields (client-go's csaupgrade), or a field
-// left out of a later apply would stay at the edge under the update entry.
+// have not been handed to its apply entry since, that entry without its fields, with its place in
+// managedFields under "index" when manager has no apply entry beside it (CreatedIndex: the
+// hand-over is then a rename of the entry). CreatedByUpdate reads it: before the manager's first
+// apply the create's fields are handed to its apply entry (client-go's csaupgrade), or a field left
+// out of a later apply would stay at the edge under the update entry, and every apply would weigh
+// two entries.
 func CreatedEntries(obj *unstructured.Unstructured, manager string) []interface{} {
 	entries, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", "managedFields")
 	list, _ := entries.([]interface{})
-	for _, e := range list {
-		if entry, _ := e.(map[string]interface{}); ownEntry(entry, manager, metav1.ManagedFieldsOperationUpdate) {
-			return []interface{}{map[string]interface{}{"manager": manager, "operation": string(metav1.ManagedFieldsOperationUpdate)}}
+	var found map[string]interface{}
+	index, applied := 0, false
+	for i, e := range list {
+		entry, _ := e.(map[string]interface{})
+		switch {
+		case found == nil && ownEntry(entry, manager, metav1.ManagedFieldsOperationUpdate):
+			found, index = entry, i
+		case ownEntry(entry, manager, metav1.ManagedFieldsOperationApply):
+			applied = true
 		}
 	}
-	return nil
+	if found == nil {
+		return nil
+	}
+	kept := map[string]interface{}{"manager": manager, "operation": string(metav1.ManagedFieldsOperationUpdate)}
+	if _, fromServer := found["fieldsType"]; !fromServer {
+		if recorded, ok := found["index"]; ok { // a cache's entry: the place it recorded
+			kept["index"] = recorded
+		}
+	} else if !applied {
+		kept["index"] = int64(index)
+	}
+	return []interface{}{kept}
 }
 
 // CreatedByUpdate tells whether obj (from the apiserver, or a cache that keeps CreatedEntries) has
@@ -406,47 +426,18 @@ func CreatedByUpdate(obj *unstructured.Unstructured, manager string) bool {
 	return obj != nil && CreatedEntries(obj, manager) != nil
 }
 
-// MayDropOwned tells whether applying desired to actual may remove a field that actual's field
-// manager owns: a field (or a list element) it owns that desired does not set. Only an object of a
-// slim cache (Slim) says what its manager owns; for any other object the answer is yes. Conservative:
-// a default the edge added inside an atomic value counts too.
-func MayDropOwned(desired, actual *unstructured.Unstructured) bool {
-	owned, ok := actual.Object[AppliedField].(map[string]interface{})
-	if !ok {
-		return true
+// CreatedIndex is the place in obj's managedFields of manager's update entry of a plain create, when
+// the manager has no apply entry beside it (CreatedEntries): the hand-over then renames it.
+func CreatedIndex(obj *unstructured.Unstructured, manager string) (int, bool) {
+	if obj == nil {
+		return 0, false
 	}
-	return ownsMore(owned, desiredFields(desired), false)
-}
-
-// ownsMore tells whether owned (AppliedFields) names a field, or list element, that want lacks. A
-// list element is matched by position, so any difference inside it (a key or a value of a set that
-// changed: another element, which the apply would add beside the owned one) counts; a map field
-// whose value changed does not (the apply takes it over).
-func ownsMore(owned, want interface{}, inList bool) bool {
-	switch o := owned.(type) {
-	case map[string]interface{}:
-		w, _ := want.(map[string]interface{})
-		for k, ov := range o {
-			wv, ok := w[k]
-			if !ok || wv == nil || ownsMore(ov, wv, inList) {
-				return true
-			}
-		}
-		return false
-	case []interface{}:
-		w, ok := want.([]interface{})
-		if !ok || len(w) != len(o) {
-			return true
-		}
-		for i := range o {
-			if ownsMore(o[i], w[i], true) {
-				return true
-			}
-		}
-		return false
-	default:
-		return inList && o != valueDigest(want)
+	created := CreatedEntries(obj, manager)
+	if created == nil {
+		return 0, false
 	}
+	index, ok := created[0].(map[string]interface{})["index"].(int64)
+	return int(index), ok
 }
 
 // hollow tells whether v holds no value: nil, or a map or list of hollow values only.

@@ -225,9 +225,8 @@ func BenchmarkUpToDateSlim(b *testing.B) {
 
 // TestSlimAfterPlainCreate: an object the syncer made by a plain create has its fields under the
 // manager's update entry, with the defaults the apiserver added (strategy, imagePullPolicy). The slim
-// copy keeps that entry (without its fields), is up to date with the desired object, and says that
-// an apply may drop a field the entry owns (the defaults, or a key removed upstream) until the fields
-// are the apply entry's.
+// copy keeps that entry (without its fields, with its place in managedFields while the manager has
+// no apply entry), and is up to date with the desired object.
 func TestSlimAfterPlainCreate(t *testing.T) {
 	created := mustObj(t, strings.Replace(actualDeployment, `"operation":"Apply"`, `"operation":"Update"`, 1))
 	desired := mustObj(t, desiredDeployment)
@@ -238,21 +237,38 @@ func TestSlimAfterPlainCreate(t *testing.T) {
 	if !UpToDate(desired, s) {
 		t.Errorf("an object just created is not up to date; its fields: %v", AppliedFields(created, manager))
 	}
-	if MayDropOwned(desired, Slim(mustObj(t, actualDeployment), manager)) {
-		t.Error("an apply of what was applied may drop a field")
+	if i, ok := CreatedIndex(s, manager); !ok || i != 0 {
+		t.Errorf("CreatedIndex of the slim copy = %d, %v; want 0 (the entry's place on the server)", i, ok)
 	}
-	withDefault := strings.Replace(actualDeployment, `"f:replicas":{},`, `"f:replicas":{},"f:strategy":{"f:type":{}},`, 1)
-	if !MayDropOwned(desired, Slim(mustObj(t, withDefault), manager)) {
-		t.Error("an owned default the desired object leaves out: MayDropOwned = false")
+	// Its place survives the cache's JSON, and a second transform.
+	data, _ := json.Marshal(s.Object)
+	again := &unstructured.Unstructured{}
+	if err := again.UnmarshalJSON(data); err != nil {
+		t.Fatal(err)
 	}
-	fewer := desired.DeepCopy()
-	containers, _, _ := unstructured.NestedSlice(fewer.Object, "spec", "template", "spec", "containers")
-	_ = unstructured.SetNestedSlice(fewer.Object, containers[:1], "spec", "template", "spec", "containers")
-	if !MayDropOwned(fewer, s) {
-		t.Error("a container removed upstream: MayDropOwned = false")
+	if i, ok := CreatedIndex(Slim(again, manager), manager); !ok || i != 0 {
+		t.Errorf("CreatedIndex after the cache's JSON = %d, %v", i, ok)
 	}
-	if !MayDropOwned(desired, created) {
-		t.Error("an object that is not slim says nothing of its fields: MayDropOwned must be true")
+
+	// Second in managedFields, and with an apply entry of the manager beside it: the entry is kept,
+	// its place only while the manager has no apply entry.
+	second := mustObj(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","managedFields":[
+	 {"manager":"other","operation":"Update","fieldsType":"FieldsV1","fieldsV1":{"f:data":{"f:o":{}}}},
+	 {"manager":"kubestellar-syncer","operation":"Update","fieldsType":"FieldsV1","fieldsV1":{"f:data":{"f:k":{}}}}]},"data":{"k":"v","o":"x"}}`)
+	if i, ok := CreatedIndex(second, manager); !ok || i != 1 {
+		t.Errorf("CreatedIndex = %d, %v; want 1", i, ok)
+	}
+	if i, ok := CreatedIndex(Slim(second, manager), manager); !ok || i != 1 {
+		t.Errorf("CreatedIndex of the slim copy = %d, %v; want 1", i, ok)
+	}
+	both := mustObj(t, strings.ReplaceAll(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","managedFields":[
+	 {"manager":"kubestellar-syncer","operation":"Apply","fieldsType":"FieldsV1","fieldsV1":{"f:data":{"f:o":{}}}},
+	 {"manager":"kubestellar-syncer","operation":"Update","fieldsType":"FieldsV1","fieldsV1":{"f:data":{"f:k":{}}}}]},"data":{"k":"v","o":"x"}}`, "\n", ""))
+	if _, ok := CreatedIndex(both, manager); ok || !CreatedByUpdate(Slim(both, manager), manager) {
+		t.Error("with an apply entry beside the update entry: the entry must be kept, without a place (the hand-over merges them)")
+	}
+	if _, ok := CreatedIndex(Slim(both, manager), manager); ok {
+		t.Error("the slim copy of an object with both entries has a place")
 	}
 }
 
@@ -273,31 +289,5 @@ func TestSlimCreatedEmptyFields(t *testing.T) {
 	}
 	if UpToDate(desired, Slim(actual("Apply"), manager)) {
 		t.Error("made by an apply: an empty map applied but not owned is up to date")
-	}
-}
-
-// TestMayDropOwnedListElements: an element of a list replaced by another of the same shape (a
-// renamed env variable, another value of a set) leaves the old one owned by the create: the apply
-// would add the new one beside it, so the fields must be handed over first. A changed map value
-// is taken over by the apply.
-func TestMayDropOwnedListElements(t *testing.T) {
-	created := mustObj(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","annotations":{"edge.kubestellar.io/downsync-hash":"h1"},
-	 "managedFields":[{"manager":"kubestellar-syncer","operation":"Update","fieldsType":"FieldsV1","fieldsV1":{
-	  "f:metadata":{"f:annotations":{"f:edge.kubestellar.io/downsync-hash":{}}},"f:data":{"f:k":{}},
-	  "f:env":{"k:{\"name\":\"A\"}":{".":{},"f:name":{},"f:value":{}}},"f:finalizers":{"v:\"a\"":{}}}}]},
-	 "data":{"k":"v"},"env":[{"name":"A","value":"1"}],"finalizers":["a"]}`)
-	s := Slim(created, manager)
-	desired := func(data, env, set string) *unstructured.Unstructured {
-		return mustObj(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","annotations":{"edge.kubestellar.io/downsync-hash":"h2"}},
-		 "data":{"k":"`+data+`"},"env":[{"name":"`+env+`","value":"1"}],"finalizers":["`+set+`"]}`)
-	}
-	if MayDropOwned(desired("changed", "A", "a"), s) {
-		t.Error("a changed map value: MayDropOwned = true")
-	}
-	if !MayDropOwned(desired("v", "B", "a"), s) {
-		t.Error("a keyed list element replaced by another: MayDropOwned = false")
-	}
-	if !MayDropOwned(desired("v", "A", "b"), s) {
-		t.Error("a set value replaced by another: MayDropOwned = false")
 	}
 }

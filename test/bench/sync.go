@@ -84,7 +84,7 @@ func (b *bench) initialSync(ctx context.Context) error {
 		}
 		scenario := "initial sync " + sz.label
 		b.record(scenario, "bare client, create (limit)", "objects/s", limit, fmt.Sprintf("%d creates, %d workers, no throttling; first to last object", sz.w.n, limitWorkers))
-		b.record(scenario, "bare client, server-side apply", "objects/s", limitApply, "the same with apply PATCHes, as the syncer writes")
+		b.record(scenario, "bare client, server-side apply", "objects/s", limitApply, "the same as server-side apply PATCHes, as the syncer updates (before issue #15 it also created so)")
 		b.record(scenario, "bare relay", "objects/s", relay, "upstream informer → create downstream; first to last object")
 		b.record(scenario, "syncer fill rate", "objects/s", oursFill, "first to last object downstream")
 		b.record(scenario, "syncer end to end", "objects/s", ours, "from process start to the last object")
@@ -109,7 +109,7 @@ func fillRate(n int, first, all time.Time) float64 {
 }
 
 // measureLimit creates the workload downstream with a bare client (plain creates, or server-side
-// apply PATCHes as the syncer sends) and returns its fill rate as a watch sees it.
+// apply PATCHes as the syncer updates) and returns its fill rate as a watch sees it.
 func (b *bench) measureLimit(ctx context.Context, w workload, apply bool) (float64, error) {
 	if err := ensureNamespaces(ctx, b.down, w.namespaces); err != nil {
 		return 0, err
