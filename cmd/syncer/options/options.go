@@ -94,8 +94,8 @@ func NewOptions() *Options {
 		QPS:   500,
 		Burst: 1000,
 		// The edge is paced by its own API Priority and Fairness, as controller-runtime's clients
-		// are since v0.21 on SIG API Machinery's advice; the upstream is shared by many edges, and a
-		// kcp server may not run priority and fairness.
+		// are since controller-runtime#3119 (2025), on SIG API Machinery's advice; the upstream is
+		// shared by many edges, and a kcp server may not run priority and fairness.
 		DownstreamQPS:          -1,
 		DownstreamBurst:        1000,
 		Workers:                16,
