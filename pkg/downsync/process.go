@@ -244,7 +244,6 @@ func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, u
 	content := desired.GetAnnotations()[mapping.HashAnnotation]
 	var before *unstructured.Unstructured
 	legacy := readLive && mapping.OwnedDownstream(downObj) // mark without label: the release-0.14 syncer's, say
-	handed := false
 	if !creating && (legacy || mapping.CreatedByUpdate(downObj, c.cfg.FieldManager)) {
 		// Fields another manager name holds (the create's update entry; the release-0.14 syncer's):
 		// handed to the apply manager before its apply, or a field it leaves out would stay at the
@@ -256,7 +255,6 @@ func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, u
 		if !readLive {
 			before = live // read to hand over, if it was: who else wrote it, for the loop report
 		}
-		handed = true
 	}
 	if !creating && before == nil && c.writes.WouldLoop(key, content) {
 		// Read the object as the other actor left it: its field managers say who that is.
@@ -281,9 +279,9 @@ func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, u
 	} else {
 		written, err = client.Apply(ctx, desired.GetName(), desired, metav1.ApplyOptions{FieldManager: c.cfg.FieldManager, Force: true})
 	}
-	if err == nil && written != nil && (creating || handed || !mapping.CreatedByUpdate(downObj, c.cfg.FieldManager)) &&
-		mapping.Subset(desiredContent(desired), written.Object) {
-		// The edge holds what was written (no webhook changed it on the way): its event is an echo.
+	if err == nil && written != nil && mapping.Subset(desired.Object, written.Object) {
+		// The edge holds what was written (no webhook changed it on the way; desired has no status):
+		// its event is an echo. A created object's fields were handed over above, before any apply.
 		c.echoes.wrote(key, written.GetResourceVersion())
 	}
 	if creating && apierrors.IsAlreadyExists(err) {
@@ -462,15 +460,4 @@ func (c *Controller) namespaceMissing(namespace string) (wait, terminating bool,
 	}
 	terminating = ns.GetDeletionTimestamp() != nil
 	return terminating, terminating, nil
-}
-
-// desiredContent is what of a desired object the edge must hold after a write: all but status.
-func desiredContent(desired *unstructured.Unstructured) map[string]interface{} {
-	out := make(map[string]interface{}, len(desired.Object))
-	for k, v := range desired.Object {
-		if k != "status" {
-			out[k] = v
-		}
-	}
-	return out
 }
