@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -37,6 +36,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubestellar/syncer/cmd/syncer/options"
+	"github.com/kubestellar/syncer/pkg/dynclient"
 	"github.com/kubestellar/syncer/pkg/mailboxes"
 	"github.com/kubestellar/syncer/pkg/metrics"
 	"github.com/kubestellar/syncer/pkg/syncer"
@@ -295,11 +295,12 @@ func leaseLock(opts *options.Options, downCfg *rest.Config) (resourcelock.Interf
 }
 
 func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics.Metrics) (syncer.Config, error) {
-	upDyn, err := dynamic.NewForConfig(upCfg)
+	// client-go's dynamic client, its watches and creates decoding in one pass (pkg/dynclient).
+	upDyn, err := dynclient.NewForConfig(upCfg)
 	if err != nil {
 		return syncer.Config{}, fmt.Errorf("upstream client: %w", err)
 	}
-	downDyn, err := dynamic.NewForConfig(downCfg)
+	downDyn, err := dynclient.NewForConfig(downCfg)
 	if err != nil {
 		return syncer.Config{}, fmt.Errorf("downstream client: %w", err)
 	}

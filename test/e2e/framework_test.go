@@ -483,7 +483,9 @@ func (f *fixture) waitGone(c clients, gvr schema.GroupVersionResource, namespace
 		if err != nil {
 			return false, err.Error()
 		}
-		return false, fmt.Sprintf("still there (deletionTimestamp %v)", o.GetDeletionTimestamp())
+		// The finalizers and conditions say what holds a deletion (a CRD's, its Terminating one).
+		conditions, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+		return false, fmt.Sprintf("still there (deletionTimestamp %v, finalizers %v, conditions %v)", o.GetDeletionTimestamp(), o.GetFinalizers(), conditions)
 	})
 }
 

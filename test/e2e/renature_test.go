@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -136,6 +137,20 @@ func TestRenaturePolicyReports(t *testing.T) {
 			return ok && g == "wgpolicyk8s.io.denatured", fmt.Sprintf("%s; spec.group %q", why, g)
 		})
 		f.waitGone(f.down, gvrCRDs, "", crd)
+		// Served before they go again: kube-apiserver 1.35 can hold a CRD deleted while the storage
+		// of its custom resources still initializes (its finalizer's list fails with "storage is
+		// (re)initializing" and backs off) for longer than waitGone waits, seen when the syncer
+		// deleted these copies within a second of creating them. The syncer did its part then.
+		f.waitFor(f.down, gvrCRDs, "", crd+".denatured", established)
+		plural, _, _ := strings.Cut(crd, ".")
+		eventually(t, 30*time.Second, "the edge to serve "+plural+" of wgpolicyk8s.io.denatured", func() (bool, string) {
+			_, err := f.down.dyn.Resource(schema.GroupVersionResource{Group: "wgpolicyk8s.io.denatured", Version: "v1alpha2", Resource: plural}).
+				List(f.ctx, metav1.ListOptions{ResourceVersion: "0", Limit: 1}) // from its watch cache, refused while that initializes
+			if err != nil {
+				return false, err.Error()
+			}
+			return true, ""
+		})
 	}
 	// And back: with the conversions again, the copies under the upstream names make way for the
 	// renamed ones.
