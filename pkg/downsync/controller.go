@@ -185,7 +185,7 @@ func (c *Controller) Handler(downstream bool, gvr schema.GroupVersionResource) c
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
-			u := framework.ObjectOf(obj)
+			u := framework.MetaOf(obj) // its name and marks: the content is read when processed
 			if u == nil {
 				return
 			}
@@ -207,7 +207,7 @@ func (c *Controller) Handler(downstream bool, gvr schema.GroupVersionResource) c
 			enqueue(n, "updated")
 		},
 		DeleteFunc: func(obj interface{}) {
-			u := framework.ObjectOf(obj)
+			u := framework.MetaOf(obj)
 			if u == nil {
 				return
 			}

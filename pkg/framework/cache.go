@@ -45,8 +45,8 @@ func Cached(infs Informers, gvr schema.GroupVersionResource, namespace, name str
 	return obj, true, err
 }
 
-// ObjectOf unwraps an informer event's object (tombstones included), decoding a Compact whole; nil
-// if it is neither unstructured nor a Compact.
+// ObjectOf unwraps an informer event's object (tombstones and Events included), decoding a Compact
+// whole; nil if it is neither unstructured nor a Compact.
 func ObjectOf(obj interface{}) *unstructured.Unstructured { return decoded(obj, false) }
 
 // ForEachKey calls f with the namespace and name of every object in a side's synced informer for

@@ -68,8 +68,16 @@ func CompactTransform(obj interface{}) (interface{}, error) {
 // Object decodes the whole object.
 func (c *Compact) Object() (*unstructured.Unstructured, error) {
 	u, err := c.Head()
-	if err != nil || c.rest == nil {
-		return u, err
+	if err != nil {
+		return nil, err
+	}
+	return c.withRest(u)
+}
+
+// withRest adds the rest, decoded, to u (the head, decoded).
+func (c *Compact) withRest(u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if c.rest == nil {
+		return u, nil
 	}
 	var rest map[string]interface{}
 	if err := utiljson.Unmarshal(c.rest, &rest); err != nil {
@@ -107,8 +115,33 @@ func (c *Compact) DeepCopyObject() runtime.Object {
 	return &out
 }
 
-// decoded is an informer's object (or a tombstone's) as an unstructured object: a Compact decoded
-// whole, or only its head; nil for anything else.
+// Event is an informer event's Compact as several handlers see it: decoded when a handler first asks,
+// its head alone (MetaOf) or whole (ObjectOf), once for all of them. Most events need only the head
+// (an object added or deleted is enqueued by its name and marks); a change is compared whole. Its
+// handlers share what it decodes: they must not change it, nor keep the Event. Not safe for
+// concurrent use: one goroutine passes it to its handlers in turn.
+type Event struct {
+	compact     *Compact
+	head, whole *unstructured.Unstructured
+}
+
+// EventOf wraps an informer event's object (or a tombstone's) for its handlers: a Compact in an
+// Event, anything else as it is.
+func EventOf(obj interface{}) interface{} {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		if c, ok := t.Obj.(*Compact); ok {
+			t.Obj = &Event{compact: c}
+		}
+		return t
+	}
+	if c, ok := obj.(*Compact); ok {
+		return &Event{compact: c}
+	}
+	return obj
+}
+
+// decoded is an informer's object (or a tombstone's, or an Event's) as an unstructured object: a
+// Compact decoded whole, or only its head; nil for anything else.
 func decoded(obj interface{}, headOnly bool) *unstructured.Unstructured {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
@@ -116,6 +149,31 @@ func decoded(obj interface{}, headOnly bool) *unstructured.Unstructured {
 	switch t := obj.(type) {
 	case *unstructured.Unstructured:
 		return t
+	case *Event:
+		switch {
+		case t.whole != nil:
+			return t.whole
+		case headOnly && t.head != nil:
+			return t.head
+		case t.head != nil:
+			// The head is decoded already: the whole object shares its fields (neither is changed).
+			u := &unstructured.Unstructured{Object: make(map[string]interface{}, len(t.head.Object)+2)}
+			for k, v := range t.head.Object {
+				u.Object[k] = v
+			}
+			if _, err := t.compact.withRest(u); err != nil {
+				return nil // not reached: the cache encoded it
+			}
+			t.whole = u
+			return u
+		}
+		u := decoded(t.compact, headOnly)
+		if headOnly {
+			t.head = u
+		} else {
+			t.whole = u
+		}
+		return u
 	case *Compact:
 		var u *unstructured.Unstructured
 		var err error
@@ -132,7 +190,7 @@ func decoded(obj interface{}, headOnly bool) *unstructured.Unstructured {
 	return nil
 }
 
-// MetaOf is an informer's object (or a tombstone's) with its apiVersion, kind and metadata at least:
-// a Compact's head alone, an unstructured object as it is (the cache's: not to be changed); nil for
-// anything else.
+// MetaOf is an informer's object (or a tombstone's, or an Event's) with its apiVersion, kind and
+// metadata at least: a Compact's head alone, an unstructured object as it is (the cache's: not to be
+// changed); nil for anything else.
 func MetaOf(obj interface{}) *unstructured.Unstructured { return decoded(obj, true) }

@@ -72,6 +72,48 @@ func TestObjectOfAndMetaOf(t *testing.T) {
 	}
 }
 
+// TestEvent: an Event decodes its Compact once, as far as its handlers ask: the head while none
+// asks for more, then the whole object, which then serves MetaOf too; a tombstone's Compact is
+// wrapped inside the tombstone.
+func TestEvent(t *testing.T) {
+	c, _ := Compacted(compactTestObject())
+	e, ok := EventOf(c).(*Event)
+	if !ok {
+		t.Fatalf("EventOf(Compact) = %T", EventOf(c))
+	}
+	head := MetaOf(e)
+	if head == nil || head.GetName() != "web" || head.Object["spec"] != nil {
+		t.Fatalf("MetaOf(Event) = %v", head)
+	}
+	if again := MetaOf(e); again != head {
+		t.Error("the head was decoded twice")
+	}
+	whole := ObjectOf(e) // made from the head and the rest
+	if want, _ := c.Object(); !reflect.DeepEqual(whole.Object, want.Object) {
+		t.Errorf("ObjectOf(Event) after MetaOf = %v, want %v", whole, want)
+	}
+	if whole == nil || whole.Object["spec"] == nil || whole.Object["status"] == nil {
+		t.Fatalf("ObjectOf(Event) = %v", whole)
+	}
+	if ObjectOf(e) != whole || MetaOf(e) != whole {
+		t.Error("the whole object was decoded twice, or MetaOf decoded the head again")
+	}
+	if fresh := ObjectOf(EventOf(c)); fresh == nil || !reflect.DeepEqual(fresh.Object, whole.Object) {
+		t.Errorf("ObjectOf(a fresh Event) = %v", fresh)
+	}
+	tombstone, ok := EventOf(cache.DeletedFinalStateUnknown{Key: "app/web", Obj: c}).(cache.DeletedFinalStateUnknown)
+	if !ok {
+		t.Fatal("EventOf(tombstone) is no tombstone")
+	}
+	if _, ok := tombstone.Obj.(*Event); !ok || MetaOf(tombstone).GetName() != "web" || ObjectOf(tombstone).Object["spec"] == nil {
+		t.Errorf("EventOf(tombstone) holds %T", tombstone.Obj)
+	}
+	obj := compactTestObject()
+	if EventOf(obj) != interface{}(obj) {
+		t.Error("EventOf(unstructured) is not the object itself")
+	}
+}
+
 // benchConfigMap is the bench's ConfigMap: 1 KiB of payload, 1,257 bytes as JSON.
 func benchConfigMap() *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]interface{}{

@@ -118,8 +118,12 @@ func (c *Controller) Handler(downstream bool, gvr schema.GroupVersionResource) c
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
-			u := framework.ObjectOf(obj)
-			if downstream && u != nil && !carriesStatus(u) {
+			if !downstream {
+				enqueue(framework.MetaOf(obj)) // its name: the content is read when processed
+				return
+			}
+			u := framework.ObjectOf(obj) // in a slim cache, its metadata and status only
+			if u != nil && !carriesStatus(u) {
 				return // nothing to return (a create's echo); its first status comes as an update
 			}
 			enqueue(u)

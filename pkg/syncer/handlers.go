@@ -54,44 +54,30 @@ func (h sideHandlers) EarlyDone(gvr schema.GroupVersionResource) {
 	}
 }
 
-// fanOut passes each event to several handlers. An object the cache holds as a Compact is decoded
-// once for all of them (framework.ObjectOf).
+// fanOut passes each event to several handlers. An object the cache holds as a Compact is passed
+// as a framework.Event, decoded once for all of them, and only as far as one asks: most events need
+// only the object's head.
 type fanOut []cache.ResourceEventHandler
 
 func (f fanOut) OnAdd(obj interface{}, isInInitialList bool) {
-	obj = decodedOnce(obj)
+	obj = framework.EventOf(obj)
 	for _, h := range f {
 		h.OnAdd(obj, isInInitialList)
 	}
 }
 
 func (f fanOut) OnUpdate(oldObj, newObj interface{}) {
-	oldObj, newObj = decodedOnce(oldObj), decodedOnce(newObj)
+	oldObj, newObj = framework.EventOf(oldObj), framework.EventOf(newObj)
 	for _, h := range f {
 		h.OnUpdate(oldObj, newObj)
 	}
 }
 
 func (f fanOut) OnDelete(obj interface{}) {
-	obj = decodedOnce(obj)
+	obj = framework.EventOf(obj)
 	for _, h := range f {
 		h.OnDelete(obj)
 	}
-}
-
-// decodedOnce is an event's object decoded when the cache holds it as a Compact (a tombstone's
-// decoded inside the tombstone); anything else as it is.
-func decodedOnce(obj interface{}) interface{} {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		if u := framework.ObjectOf(t.Obj); u != nil {
-			t.Obj = u
-		}
-		return t
-	}
-	if u := framework.ObjectOf(obj); u != nil {
-		return u
-	}
-	return obj
 }
 
 func grNames(m map[schema.GroupResource]*selection.Resource) []string {

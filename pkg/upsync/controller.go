@@ -148,7 +148,7 @@ func (c *Controller) Handler(downstream bool, gvr schema.GroupVersionResource) c
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
-			if u := framework.ObjectOf(obj); u != nil && relevant(u) {
+			if u := framework.MetaOf(obj); u != nil && relevant(u) { // its marks; the content is read when processed
 				enqueue(u)
 			}
 		},
@@ -162,7 +162,7 @@ func (c *Controller) Handler(downstream bool, gvr schema.GroupVersionResource) c
 			}
 		},
 		DeleteFunc: func(obj interface{}) {
-			if u := framework.ObjectOf(obj); u != nil {
+			if u := framework.MetaOf(obj); u != nil {
 				enqueue(u)
 			}
 		},
