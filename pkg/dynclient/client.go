@@ -12,9 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 	sigsjson "sigs.k8s.io/json"
 )
@@ -22,14 +24,18 @@ import (
 // Client is a dynamic client whose watches and creates decode in one pass; the rest is client-go's.
 type Client struct {
 	dynamic.Interface
-	rest   rest.Interface
-	params runtime.ParameterCodec
+	rest rest.Interface
+	// watches is rest without its rate limiter: client-go does not rate-limit watches either.
+	watches rest.Interface
+	params  runtime.ParameterCodec
 }
 
 var _ dynamic.Interface = &Client{}
 
 // NewForConfig makes a Client as dynamic.NewForConfig makes client-go's: one REST client (one rate
-// limiter, one HTTP client) serves both.
+// limiter, one HTTP client) serves both, and the watches go through the same HTTP client without
+// the rate limiter, as client-go's do. It speaks JSON only (client-go may ask for CBOR when its
+// ClientsAllowCBOR gate is on; the one-pass decoders read JSON).
 func NewForConfig(cfg *rest.Config) (*Client, error) {
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
@@ -38,18 +44,36 @@ func NewForConfig(cfg *rest.Config) (*Client, error) {
 	config := dynamic.ConfigFor(cfg)
 	config.GroupVersion = nil
 	config.APIPath = "/if-not-present"
+	config.ContentType, config.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
 	rc, err := rest.UnversionedRESTClientForConfigAndClient(config, httpClient)
 	if err != nil {
 		return nil, err
 	}
-	return New(rc), nil
+	unlimited := rest.CopyConfig(config)
+	unlimited.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
+	watches, err := rest.UnversionedRESTClientForConfigAndClient(unlimited, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	c := New(rc)
+	c.watches = watches
+	return c, nil
 }
 
-// New makes a Client on a REST client configured as dynamic.ConfigFor configures one.
+// New makes a Client on a REST client configured as dynamic.ConfigFor configures one (with JSON
+// as its content type); its watches share its rate limiter.
 func New(rc rest.Interface) *Client {
 	scheme := runtime.NewScheme()
 	metav1.AddToGroupVersion(scheme, v1)
-	return &Client{Interface: dynamic.New(rc), rest: rc, params: runtime.NewParameterCodec(scheme)}
+	return &Client{Interface: dynamic.New(rc), rest: rc, watches: rc, params: runtime.NewParameterCodec(scheme)}
+}
+
+// validNamespace refuses a namespace that is not a path segment, as client-go's dynamic client does.
+func validNamespace(namespace string) error {
+	if msgs := rest.IsValidPathSegmentName(namespace); len(msgs) != 0 {
+		return fmt.Errorf("invalid namespace %q: %v", namespace, msgs)
+	}
+	return nil
 }
 
 // v1 is the version of the options' query parameters, as client-go's dynamic client encodes them.
@@ -103,6 +127,9 @@ func (r *resource) Create(ctx context.Context, obj *unstructured.Unstructured, o
 	if len(subresources) > 0 {
 		return r.ResourceInterface.Create(ctx, obj, opts, subresources...)
 	}
+	if err := validNamespace(r.namespace); err != nil {
+		return nil, err
+	}
 	req := r.c.rest.Post().AbsPath(r.path("")...).
 		Body(obj) // encoded as client-go's dynamic client encodes it
 	if len(opts.DryRun) == 0 {
@@ -143,10 +170,18 @@ func decodeObject(raw []byte) (*unstructured.Unstructured, error) {
 
 // Watch watches the resource, decoding each event in one pass as it streams in.
 func (r *resource) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	if err := validNamespace(r.namespace); err != nil {
+		return nil, err
+	}
 	opts.Watch = true
-	body, err := r.c.rest.Get().AbsPath(r.path("")...).
+	body, err := r.c.watches.Get().AbsPath(r.path("")...).
 		SpecificallyVersionedParams(&opts, r.c.params, v1).
 		Stream(ctx)
+	if utilnet.IsProbableEOF(err) || utilnet.IsTimeout(err) {
+		// As client-go: a connection dropped while the watch opens is an empty watch, which the
+		// reflector opens again, not an error.
+		return watch.NewEmptyWatch(), nil
+	}
 	if err != nil {
 		return nil, err
 	}

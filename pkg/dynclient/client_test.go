@@ -211,3 +211,48 @@ func TestCreate(t *testing.T) {
 		t.Errorf("a taken name gives %#v, want %#v", err, theirErr)
 	}
 }
+
+// TestWatchAsClientGo: watches skip the client's rate limiter, a connection dropped as a watch
+// opens is an empty watch (no error), and a namespace that is no path segment is refused — all as
+// client-go's dynamic client does.
+func TestWatchAsClientGo(t *testing.T) {
+	srv, _ := server(t)
+	limited, err := NewForConfig(&rest.Config{Host: srv.URL, QPS: 0.001, Burst: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for i := 0; i < 3; i++ { // the limiter would hold the second for 1,000 s
+		w, err := limited.Resource(configMaps).Namespace("ns").Watch(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("watch %d: %v", i, err)
+		}
+		w.Stop()
+	}
+
+	dropping := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		panic(http.ErrAbortHandler) // the connection closes without an answer
+	}))
+	defer dropping.Close()
+	c, err := NewForConfig(&rest.Config{Host: dropping.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Resource(configMaps).Namespace("ns").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("a dropped connection gives %v, want an empty watch", err)
+	}
+	if _, open := <-w.ResultChan(); open {
+		t.Error("the watch of a dropped connection has an event")
+	}
+
+	for _, ns := range []string{"..", "a/b"} {
+		if _, err := c.Resource(configMaps).Namespace(ns).Watch(ctx, metav1.ListOptions{}); err == nil {
+			t.Errorf("namespace %q: watch not refused", ns)
+		}
+		if _, err := c.Resource(configMaps).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{"kind": "ConfigMap"}}, metav1.CreateOptions{}); err == nil {
+			t.Errorf("namespace %q: create not refused", ns)
+		}
+	}
+}

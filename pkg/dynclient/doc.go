@@ -5,8 +5,9 @@
 // twice (its kind, the object); at a fill of 10,000 ConfigMaps that was a quarter of the syncer's
 // CPU, taken from the apiservers it shares the machine with (docs/performance.md). What the client
 // returns is what client-go's returns: unstructured objects (a Status typed, as client-go types it),
-// the same errors, the same requests (one rate limiter, one HTTP client, the same request metrics).
-// Everything else is client-go's own.
+// the same errors (a connection dropped as a watch opens is an empty watch), the same requests (one
+// HTTP client and rate limiter, which watches skip as client-go's do; the same request metrics), in
+// JSON only. Everything else is client-go's own.
 //
 // It decodes JSON only; it must not decide anything about the objects it carries.
 package dynclient

@@ -46,7 +46,8 @@ func Cached(infs Informers, gvr schema.GroupVersionResource, namespace, name str
 }
 
 // ObjectOf unwraps an informer event's object (tombstones and Events included), decoding a Compact
-// whole; nil if it is neither unstructured nor a Compact.
+// whole; nil if it is neither unstructured nor a Compact. An unstructured object is the cache's, an
+// Event's object its handlers': neither is to be changed.
 func ObjectOf(obj interface{}) *unstructured.Unstructured { return decoded(obj, false) }
 
 // ForEachKey calls f with the namespace and name of every object in a side's synced informer for

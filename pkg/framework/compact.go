@@ -18,7 +18,8 @@ import (
 // (namespace, name, uid, resourceVersion) at hand. A decoded object is mostly Go maps, which cost
 // about twice the object's JSON; a cache of 10,000 ConfigMaps of 1.2 KiB holds 14 MB less this way.
 // Readers decode what they need: the head alone (MetaOf) for marks and labels, the whole object
-// (ObjectOf, GetFromCache) to map or compare it; each decode is a fresh object the reader may change.
+// (ObjectOf, GetFromCache) to map or compare it; each decode is a fresh object the reader may change,
+// but for an Event's, which its handlers share.
 // A Compact is never changed once made.
 type Compact struct {
 	namespace, name, resourceVersion string
@@ -192,5 +193,5 @@ func decoded(obj interface{}, headOnly bool) *unstructured.Unstructured {
 
 // MetaOf is an informer's object (or a tombstone's, or an Event's) with its apiVersion, kind and
 // metadata at least: a Compact's head alone, an unstructured object as it is (the cache's: not to be
-// changed); nil for anything else.
+// changed), an Event's head (shared by its handlers: not to be changed); nil for anything else.
 func MetaOf(obj interface{}) *unstructured.Unstructured { return decoded(obj, true) }
