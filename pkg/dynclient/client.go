@@ -55,17 +55,9 @@ func NewForConfig(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := New(rc)
-	c.watches = watches
-	return c, nil
-}
-
-// New makes a Client on a REST client configured as dynamic.ConfigFor configures one (with JSON
-// as its content type); its watches share its rate limiter.
-func New(rc rest.Interface) *Client {
 	scheme := runtime.NewScheme()
 	metav1.AddToGroupVersion(scheme, v1)
-	return &Client{Interface: dynamic.New(rc), rest: rc, watches: rc, params: runtime.NewParameterCodec(scheme)}
+	return &Client{Interface: dynamic.New(rc), rest: rc, watches: watches, params: runtime.NewParameterCodec(scheme)}, nil
 }
 
 // validNamespace refuses a namespace that is not a path segment, as client-go's dynamic client does.
