@@ -2,8 +2,8 @@
 // {GVR, namespace, name} whose workers make each downstream object match its upstream counterpart —
 // created (a plain create) or updated (server-side apply) when it is selected, deleted when it is
 // owned and no longer selected (or gone upstream), held when its API is merely missing upstream.
-// Before an object's first apply, the fields of its create are handed to the apply manager. The edge event of its own write (the resourceVersion the write returned)
-// is not queued again.
+// Before an object's first apply, the fields of its create are handed to the apply manager. The
+// edge event of its own write (the resourceVersion the write returned) is not queued again.
 //
 // It reads both sides only through informer caches and writes only downstream, through the shared
 // write path of pkg/framework (which also records Events on upstream objects). It never writes an

@@ -7,9 +7,10 @@
 // garbage collector leaked handlers here, kubernetes#114066). The manager keeps only what the syncer
 // needs in the caches, and holds it as JSON (framework.Compact, which its readers decode): a decoded
 // object's maps cost about twice its JSON. managedFields are dropped, but for the update entry of a
-// plain create by the syncer (Spec.Manager, mapping.CreatedEntries). A slim cache (Spec.AppliedBy,
-// for the edge objects only downsync writes) keeps metadata, status and the fields the syncer's
-// apply manager owns with a digest of each value, instead of the objects' content (mapping.Slim).
+// plain create by the syncer, kept without its fields (Spec.Manager, mapping.CreatedEntries). A slim
+// cache (Spec.AppliedBy, for the edge objects only downsync writes) keeps metadata, status and the
+// fields the syncer's apply manager owns with a digest of each value, instead of the objects'
+// content (mapping.Slim).
 // The informers a Source runs (many workspaces) hold decoded objects: their views filter them. It
 // makes no decisions about what to sync.
 //
