@@ -185,6 +185,10 @@ func Resolve(sel *Selection, up, down *Index) (map[schema.GroupResource]*Resourc
 			version := req.Version
 			if !up.servesGroupVersion(req.Group, version) {
 				version = up.preferred[req.Group]
+				if req.Version != "" && version != "" {
+					problems = append(problems, req.problems(problem.VersionFallback, schema.GroupResource{Group: req.Group, Resource: wildcard},
+						fmt.Sprintf("group %q is not served upstream at version %s; using %s", req.Group, req.Version, version))...)
+				}
 			}
 			n := 0
 			for _, r := range up.byGroup[req.Group] {

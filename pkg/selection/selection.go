@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
 	"github.com/kubestellar/syncer/pkg/mapping"
@@ -436,6 +437,10 @@ func (m *merger) rule(o Origin, e entry, namespaced bool) *rule {
 		m.invalid(o, "resource and kind are empty: name the resource by one of them")
 		return nil
 	}
+	if why := badVersion(e.version); why != "" {
+		m.invalid(o, why)
+		return nil
+	}
 	f, err := newFilter(e.labels, e.annotations)
 	if err != nil {
 		m.invalid(o, err.Error()+"; the entry selects nothing")
@@ -443,6 +448,20 @@ func (m *merger) rule(o Origin, e entry, namespaced bool) *rule {
 	}
 	m.request(Request{Group: e.group, Resource: resource, Kind: kind, Version: e.version, Namespaced: namespaced}, o)
 	return m.s.rules.target(schema.GroupResource{Group: e.group, Resource: resource}, kind, f)
+}
+
+// badVersion says why a requested version is not a version at all ("" when it is one, or empty): a
+// version is a DNS-1035 label, as the apiserver requires of every served version (v1, v1beta1, v2alpha1).
+// A group/version pair ("apps/v1") is the common mistake: the group has a field of its own.
+func badVersion(version string) string {
+	if version == "" || len(validation.IsDNS1035Label(version)) == 0 {
+		return ""
+	}
+	hint := ""
+	if group, v, ok := strings.Cut(version, "/"); ok {
+		hint = fmt.Sprintf("; for group %q at version %q, write the group in its own field and %q as the version", group, v, v)
+	}
+	return fmt.Sprintf("apiVersion %q is not a version: a version is a name such as v1 or v1beta1%s; the entry selects nothing", version, hint)
 }
 
 // namespace selects a Namespace object (or all, for "*"), named by a config entry.

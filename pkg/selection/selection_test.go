@@ -361,3 +361,40 @@ func TestNamespacesOf(t *testing.T) {
 		t.Errorf("nil selection: %q, %v", got, all)
 	}
 }
+
+// TestMalformedVersion: an apiVersion that is not a version at all (a group/version pair) is an
+// error of its entry, which then selects nothing; a version that is well formed but not served
+// upstream stays a warning with a fallback, for an entry of resource "*" too.
+func TestMalformedVersion(t *testing.T) {
+	sel, problems := Merge([]*edgev1.SyncerConfig{cfg("bad", edgev1.SyncerConfigSpec{
+		NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"app"}, Resources: []edgev1.NamespaceScopeDownsyncResource{
+			{GroupResource: gr("apps", "deployments"), APIVersion: "apps/v1"},
+			{GroupResource: gr("", "configmaps"), APIVersion: "v1"},
+			{GroupResource: gr("example.com", "*"), APIVersion: "v9"},
+		}},
+	})})
+	if len(problems) != 1 || problems[0].Kind != problem.InvalidConfig || problems[0].Field != "namespaceScope.resources[0]" || problems[0].Warning() ||
+		!strings.Contains(problems[0].Reason, `apiVersion "apps/v1" is not a version`) || !strings.Contains(problems[0].Reason, `"v1" as the version`) {
+		t.Fatalf("merge problems: %v", problem.Strings(problems))
+	}
+	deployment := obj(deployments, "app", "web")
+	if sel.Matches(deployment) {
+		t.Error("the malformed entry selects its objects")
+	}
+	if !sel.Matches(obj(configMaps, "app", "c")) {
+		t.Error("the config's other entries stopped selecting")
+	}
+	resolved, problems := Resolve(sel, index(), index())
+	if _, ok := resolved[deployments]; ok {
+		t.Error("the malformed entry's resource was resolved")
+	}
+	found := false
+	for _, p := range problems {
+		if p.Kind == problem.VersionFallback && p.Warning() && strings.Contains(p.Reason, `group "example.com" is not served upstream at version v9; using v2`) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no fallback warning for the wildcard entry in %v", problem.Strings(problems))
+	}
+}

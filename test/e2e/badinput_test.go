@@ -159,6 +159,41 @@ func TestBadInputTable(t *testing.T) {
 			},
 		},
 		{
+			name: "malformed-version",
+			setup: func(c *badInput) {
+				c.create(c.up, gvrDeployments, deployment(c.ns, "web", 0))
+				c.create(c.up, gvrConfigMaps, configMap(c.ns, "beside", map[string]interface{}{"k": "v"}))
+				c.syncerConfig(c.config, nsScope([]string{c.ns}, resource("apps", "apps/v1", "deployments"), resource("", "v1", "configmaps")))
+			},
+			check: func(c *badInput) {
+				c.expectConditions(c.config,
+					wantCond{typ: "SelectionValid", status: "False", reason: "SelectionProblems",
+						contains: `namespaceScope.resources[0]: apiVersion "apps/v1" is not a version`},
+					wantCond{typ: "Ready", status: "False"})
+				c.expectLog("the problem in the log", `"Selection problem"`, `kind="InvalidConfig"`, `syncerConfig="`+c.config+`"`, `apiVersion \"apps/v1\" is not a version`)
+				// The config's other entry syncs; the malformed one does not.
+				c.waitFor(c.down, gvrConfigMaps, c.ns, "beside", hasMark)
+				if _, err := c.get(c.down, gvrDeployments, c.ns, "web"); err == nil {
+					c.t.Error("the Deployment of the malformed entry was synced")
+				}
+			},
+		},
+		{
+			name: "unserved-version-wildcard",
+			setup: func(c *badInput) {
+				c.create(c.up, gvrDeployments, deployment(c.ns, "web", 0))
+				c.syncerConfig(c.config, nsScope([]string{c.ns}, resource("apps", "v1beta9", "*")))
+			},
+			check: func(c *badInput) {
+				c.expectConditions(c.config,
+					wantCond{typ: "SelectionValid", status: "True", reason: "ResolvedWithWarnings",
+						contains: `group "apps" is not served upstream at version v1beta9; using v1`},
+					wantCond{typ: "Ready", status: "True"})
+				c.expectLog("the warning in the log", `"Selection warning"`, `kind="VersionFallback"`, `syncerConfig="`+c.config+`"`)
+				c.waitFor(c.down, gvrDeployments, c.ns, "web", hasMark)
+			},
+		},
+		{
 			name: "edge-refuses",
 			setup: func(c *badInput) {
 				refused := c.name + "-refused"
