@@ -13,6 +13,12 @@ import (
 // Any other event of the key (a later or earlier version, a deletion) forgets the entry and is
 // queued as usual. A write the edge changed on the way (a mutating webhook) is not recorded: its
 // event is looked at, as any other. In an initial sync this halves the work per object.
+//
+// An entry stands only while the write that made it is the key's last decision: processing the key
+// again forgets it first (forget), before the caches are read. A later decision may have been taken
+// on a cache that did not hold the write yet (the edge's informer re-listing after an outage: the
+// object created, then deleted upstream, found absent at the edge, "nothing to delete"); the event
+// that brings the write into the cache must then be looked at, not skipped.
 type echoes struct {
 	mu   sync.Mutex
 	rvs  map[framework.Key]string
@@ -31,6 +37,14 @@ func (e *echoes) wrote(key framework.Key, rv string) {
 	}
 	e.rvs[key] = rv
 	e.peak = max(e.peak, len(e.rvs))
+}
+
+// forget drops key's entry: the key is being processed again, and its next event is not an echo
+// unless that processing writes again.
+func (e *echoes) forget(key framework.Key) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.rvs, key)
 }
 
 // echo tells whether an event of key's edge object at resourceVersion rv is downsync's own write

@@ -1,6 +1,7 @@
 package downsync
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -68,5 +69,24 @@ func TestEchoesShrink(t *testing.T) {
 	}
 	if !e.echo(framework.Key{Name: "1999"}, "1") {
 		t.Error("an entry kept through the shrink was lost")
+	}
+}
+
+// TestEchoForgottenWhenProcessedAgain: a write is an echo only while it is the key's last decision.
+// Here the key is processed again on an edge cache that does not hold the write yet (the edge's
+// informer re-listing after an outage) and the upstream object is gone: nothing to delete in the
+// cache. When the re-list then brings the object at the written version, it must be queued, or the
+// edge copy stays behind for good.
+func TestEchoForgottenWhenProcessedAgain(t *testing.T) {
+	h := newHarness(t, selecting("a"), objs(nsA), objs(nsA))
+	h.c.echoes.wrote(key, "5")
+	if _, err := h.c.process(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	o := owned(t, upCM)
+	o.SetResourceVersion("5")
+	h.c.Handler(true, cmGVR).OnAdd(o, false)
+	if n := h.c.queue.Len(); n != 1 {
+		t.Fatalf("the object the write made, arriving after the key was processed again, was not queued (%d keys)", n)
 	}
 }

@@ -132,6 +132,17 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
+// refreshUpstream reads the kcp mailbox's kubeconfig again, after a restart of kcp changed its admin
+// token (testenv.Env.RestartKCPAfter writes it anew); clients made from then on use the new token.
+func refreshUpstream(t *testing.T) {
+	t.Helper()
+	s, err := mailboxes.Mailbox.Server()
+	if err != nil {
+		t.Fatal(err)
+	}
+	upstream = s
+}
+
 // clients of one side.
 type clients struct {
 	cfg  *rest.Config
@@ -240,9 +251,12 @@ func startProcess(t *testing.T, bin string, args []string, metricsAddr string) *
 	go func() { _ = cmd.Wait(); logFile.Close(); close(p.done) }()
 	t.Cleanup(func() {
 		p.stop()
-		if t.Failed() {
+		switch {
+		case t.Failed():
 			t.Logf("syncer log (%s), last lines:\n%s", p.log, p.tail(60))
-		} else {
+		case os.Getenv("E2E_KEEP_LOGS") != "":
+			t.Logf("syncer log kept (E2E_KEEP_LOGS): %s", p.log)
+		default:
 			os.Remove(p.log)
 		}
 	})

@@ -39,7 +39,22 @@ func (e *Env) Signal(name string, sig syscall.Signal) error {
 // cache starts afresh, so a client resuming a watch from before may be told its resource version is
 // too old (410 Gone).
 func (e *Env) RestartAPIServer(ctx context.Context, s *Server) error {
-	name := APIServerProcess(s)
+	return e.RestartAPIServerAfter(ctx, s, 0)
+}
+
+// RestartAPIServerAfter is RestartAPIServer with the apiserver left down for a while between the
+// kill and the start, as in a real outage: clients meanwhile have their connections refused.
+func (e *Env) RestartAPIServerAfter(ctx context.Context, s *Server, down time.Duration) error {
+	if err := e.restart(ctx, APIServerProcess(s), down); err != nil {
+		return err
+	}
+	return e.waitReady(ctx, s, 60*time.Second)
+}
+
+// restart kills a process of the environment by name (SIGKILL, after a SIGCONT in case it was
+// stopped), waits for it to die, leaves it down for a while and starts it again with the same
+// arguments. The caller waits for it to be ready.
+func (e *Env) restart(ctx context.Context, name string, down time.Duration) error {
 	p := e.procByName(name)
 	if p == nil {
 		return fmt.Errorf("testenv: no process %q", name)
@@ -52,13 +67,15 @@ func (e *Env) RestartAPIServer(ctx context.Context, s *Server) error {
 	}
 	args := p.cmd.Args[1:]
 	e.forget(p)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(down):
+	}
 	if err := e.spawn(name, p.cmd.Path, args...); err != nil {
 		return err
 	}
-	if err := e.writePIDs(); err != nil {
-		return err
-	}
-	return e.waitReady(ctx, s, 60*time.Second)
+	return e.writePIDs()
 }
 
 // forget drops a process that was killed from the environment's list.
@@ -118,4 +135,26 @@ func (e *Env) etcdPost(ctx context.Context, path string, body, out interface{}) 
 		return nil
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// RestartKCPAfter kills kcp (SIGKILL, after a SIGCONT in case it was stopped), leaves it down for a
+// while, and starts it again with the same arguments and root directory; it returns once kcp answers
+// /readyz. kcp's admin token changes at every start: the kubeconfigs written by KCP.WriteKubeconfig
+// are written again with the new one (clients made from the old ones are refused from then on).
+func (e *Env) RestartKCPAfter(ctx context.Context, down time.Duration) error {
+	if e.KCP == nil {
+		return fmt.Errorf("testenv: no kcp running")
+	}
+	if err := e.restart(ctx, "kcp", down); err != nil {
+		return err
+	}
+	if err := e.waitKCP(ctx, time.Now()); err != nil {
+		return err
+	}
+	for file, path := range e.KCP.kubeconfigs {
+		if err := e.KCP.WriteKubeconfig(file, path); err != nil {
+			return err
+		}
+	}
+	return nil
 }

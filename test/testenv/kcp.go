@@ -51,6 +51,9 @@ type KCP struct {
 	AdminKubeconfig string
 	binDir          string
 	env             *Env
+	// kubeconfigs are those WriteKubeconfig wrote (file -> logical cluster path), written again with
+	// the new admin token after a restart (RestartKCPAfter).
+	kubeconfigs map[string]string
 }
 
 // Workspace is a kcp workspace under root.
@@ -230,9 +233,13 @@ func (k *KCP) RESTConfig(path string) (*rest.Config, error) {
 }
 
 // WriteKubeconfig writes to file an admin kubeconfig whose server is the logical cluster at path, with
-// cluster, user and context all named after the path's last segment. Call it again after a restart of
-// kcp: the admin token changes.
+// cluster, user and context all named after the path's last segment. The admin token changes at every
+// start of kcp: RestartKCPAfter writes the file again.
 func (k *KCP) WriteKubeconfig(file, path string) error {
+	if k.kubeconfigs == nil {
+		k.kubeconfigs = map[string]string{}
+	}
+	k.kubeconfigs[file] = path
 	admin, err := k.adminConfig()
 	if err != nil {
 		return err

@@ -69,6 +69,12 @@ func (s *Server) TokenConfig(token string) *rest.Config {
 // CAFile is the CA that signed the servers' certificates.
 func (s *Server) CAFile() string { return s.pki.caCert }
 
+// ServingCert is the environment's serving certificate and key (for 127.0.0.1 and localhost, signed
+// by the kube-apiservers' CA, Downstream.CAFile), for a test's own server in front of an apiserver.
+func (e *Env) ServingCert() (certFile, keyFile string) {
+	return e.Downstream.pki.servingCert, e.Downstream.pki.servingKey
+}
+
 // Env is a running environment.
 type Env struct {
 	Dir        string
