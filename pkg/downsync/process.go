@@ -30,6 +30,9 @@ import (
 // key must be looked at again later for a reason that is not an error.
 func (c *Controller) process(ctx context.Context, key framework.Key) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
+	// Before reading the caches: whatever this processing decides, it decides on what it reads, and
+	// an earlier write's event may not have reached them yet.
+	c.echoes.forget(key)
 	gr := key.GVR.GroupResource()
 	r, ok := c.cfg.Selection.Resource(gr)
 	if !ok {
@@ -131,7 +134,10 @@ func (c *Controller) deleteUnrenamed(ctx context.Context, key framework.Key, r R
 // delete deletes an owned downstream object that is no longer wanted.
 func (c *Controller) delete(ctx context.Context, key framework.Key, r Resource, downObj *unstructured.Unstructured) error {
 	switch {
-	case downObj == nil || !mapping.OwnedDownstream(downObj) || downObj.GetDeletionTimestamp() != nil:
+	case downObj == nil:
+		klog.FromContext(ctx).V(logging.Skip).Info("Not wanted, and no edge object to delete")
+		return nil
+	case !mapping.OwnedDownstream(downObj) || downObj.GetDeletionTimestamp() != nil:
 		return nil
 	case !c.ours(downObj):
 		// Another sync target's (or, serving several workspaces, another workspace's) copy: the edge's
@@ -243,7 +249,10 @@ func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, u
 	client := c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace)
 	content := desired.GetAnnotations()[mapping.HashAnnotation]
 	var before *unstructured.Unstructured
-	legacy := readLive && mapping.OwnedDownstream(downObj) // mark without label: the release-0.14 syncer's, say
+	// A mark without the owner label: the release-0.14 syncer's object (or this syncer's, relabelled),
+	// however the cache holds it (not at all when it keeps the labelled objects only; whole when the
+	// resource is also upsynced).
+	legacy := downObj != nil && mapping.OwnedDownstream(downObj) && mapping.OwnerOf(downObj) == ""
 	if !creating && (legacy || mapping.CreatedByUpdate(downObj, c.cfg.FieldManager)) {
 		// Fields another manager name holds (the create's update entry; the release-0.14 syncer's):
 		// handed to the apply manager before its apply, or a field it leaves out would stay at the
@@ -323,6 +332,11 @@ func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, u
 // wrote with plain updates, so the apiserver named its fields after its binary, "syncer".
 const LegacyFieldManager = "syncer"
 
+// beforeFirstApply is the manager the apiserver files an object's fields under when the object had
+// no managedFields at its first server-side apply. The release-0.14 syncer sent empty managedFields
+// with every write, which clears them: an object it left alone for a while has none.
+const beforeFirstApply = "before-first-apply"
+
 // handOver hands the fields of the update entries of this syncer's plain create (and, for legacy,
 // of the release-0.14 syncer's updates) on an object to this syncer's apply manager, before its
 // apply. A create's entry alone, at the place the cache recorded (mapping.CreatedIndex), is renamed
@@ -357,8 +371,15 @@ func (c *Controller) handOver(ctx context.Context, key framework.Key, r Resource
 		}
 	}
 	managers := sets.New(c.cfg.FieldManager)
+	takenOver := false
 	if legacy {
-		managers.Insert(LegacyFieldManager)
+		managers.Insert(LegacyFieldManager, beforeFirstApply)
+		takenOver = len(live.GetManagedFields()) == 0 || mapping.CreatedByUpdate(live, LegacyFieldManager)
+		if len(live.GetManagedFields()) == 0 {
+			if live, err = c.claimUnmanaged(ctx, client, live); err != nil {
+				return nil, false, err
+			}
+		}
 	}
 	patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, managers, c.cfg.FieldManager)
 	if err != nil || patch == nil {
@@ -368,8 +389,25 @@ func (c *Controller) handOver(ctx context.Context, key framework.Key, r Resource
 		// Retried: the next try reads the object afresh (a changed object fails the patch's test).
 		return nil, false, fmt.Errorf("handing over the fields of earlier writes to %s: %w", c.cfg.FieldManager, err)
 	}
-	c.handedOver(ctx, key, legacy && mapping.CreatedByUpdate(live, LegacyFieldManager))
+	c.handedOver(ctx, key, takenOver)
 	return live, false, nil
+}
+
+// claimUnmanaged gives an object without managedFields (the release-0.14 syncer cleared them) a record
+// of who owns its fields, so that they can be handed over: an apply of its identity and mark alone,
+// changing nothing, after which the apiserver files every field already there under
+// beforeFirstApply. It returns the object as the apply left it.
+func (c *Controller) claimUnmanaged(ctx context.Context, client dynamic.ResourceInterface, live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	claim := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": live.GetAPIVersion(), "kind": live.GetKind()}}
+	claim.SetNamespace(live.GetNamespace())
+	claim.SetName(live.GetName())
+	claim.SetAnnotations(map[string]string{mapping.DownsyncedAnnotation: live.GetAnnotations()[mapping.DownsyncedAnnotation]})
+	claim.SetUID(live.GetUID()) // the object read, not one made since under its name
+	out, err := client.Apply(ctx, live.GetName(), claim, metav1.ApplyOptions{FieldManager: c.cfg.FieldManager, Force: true})
+	if err != nil {
+		return nil, fmt.Errorf("recording the fields of a release-0.14 object before taking it over: %w", err)
+	}
+	return out, nil
 }
 
 // handedOver counts and logs a hand-over.
