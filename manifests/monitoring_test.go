@@ -164,7 +164,7 @@ func TestAlertsAreExplained(t *testing.T) {
 	}
 	for _, name := range []string{"KubestellarSyncerDown", "KubestellarSyncerHeartbeatMissing", "KubestellarSyncerWriteErrors",
 		"KubestellarSyncerConflicts", "KubestellarSyncerBacklog", "KubestellarSyncerLagHigh", "KubestellarSyncerWriteLoop",
-		"KubestellarSyncerUnreachable"} {
+		"KubestellarSyncerMissedDeletion", "KubestellarSyncerUnreachable"} {
 		if !seen[name] {
 			t.Errorf("no alert %s", name)
 		}

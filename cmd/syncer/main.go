@@ -324,6 +324,8 @@ func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics
 		AdoptExisting:          opts.AdoptExisting,
 		FieldManager:           syncer.DefaultFieldManager,
 		DiscoveryRefreshPeriod: opts.DiscoveryRefreshPeriod,
+		MaxNamespaceInformers:  opts.MaxNamespaceInformers,
+		AuditPeriod:            opts.AuditPeriod,
 		HeartbeatPeriod:        opts.HeartbeatPeriod,
 		ConflictRecheckPeriod:  opts.ConflictRecheckPeriod,
 		ConfigSelector:         opts.SyncerConfigSelector,

@@ -62,8 +62,9 @@ type Selection interface {
 	Mentions(gr schema.GroupResource, kind string) bool
 	// PropagatesDeletion tells whether a selected object's edge copy goes when the object goes.
 	PropagatesDeletion(o selection.Object) bool
-	// NamespacedResources lists the selected namespaced resources read upstream.
-	NamespacedResources() []Resource
+	// Resources lists the selected resources read upstream (their Upstream set; Downstream when the
+	// edge serves them).
+	Resources() []Resource
 }
 
 // Config is what NewController needs.
@@ -219,18 +220,19 @@ func (c *Controller) Handler(downstream bool, gvr schema.GroupVersionResource) c
 	}
 }
 
-// EnqueueResource enqueues every object of a resource that either side's cache holds.
-func (c *Controller) EnqueueResource(gr schema.GroupResource) {
+// EnqueueResource enqueues every object of a resource (of one namespace, or of all for "") that
+// either side's cache holds.
+func (c *Controller) EnqueueResource(gr schema.GroupResource, namespace string) {
 	r, ok := c.cfg.Selection.Resource(gr)
 	if !ok {
 		return
 	}
 	add := func(ns, name string) { c.queue.Add(framework.Key{GVR: r.KeyGVR(), Namespace: ns, Name: name}) }
 	if !r.Upstream.Empty() {
-		framework.ForEachKey(c.cfg.UpstreamInformers, r.Upstream, add)
+		framework.ForEachKey(c.cfg.UpstreamInformers, r.Upstream, namespace, add)
 	}
 	if !r.Downstream.Empty() {
-		framework.ForEachKey(c.cfg.DownstreamInformers, r.Downstream, func(ns, name string) { add(ns, r.Rename.UpName(name)) })
+		framework.ForEachKey(c.cfg.DownstreamInformers, r.Downstream, namespace, func(ns, name string) { add(ns, r.Rename.UpName(name)) })
 	}
 }
 
@@ -242,19 +244,13 @@ func (c *Controller) enqueueNamespace(namespace string) {
 			c.queue.AddWaited(framework.Key{GVR: r.KeyGVR(), Namespace: namespace, Name: name})
 		}
 	})
-	for _, r := range c.cfg.Selection.NamespacedResources() {
-		inf, ok := c.cfg.UpstreamInformers.Synced(r.Upstream)
-		if !ok {
+	for _, r := range c.cfg.Selection.Resources() {
+		if !r.Namespaced {
 			continue
 		}
-		keys, err := inf.GetIndexer().IndexKeys(cache.NamespaceIndex, namespace)
-		if err != nil {
-			continue
-		}
-		for _, k := range keys {
-			_, name, _ := cache.SplitMetaNamespaceKey(k)
+		framework.ForEachKey(c.cfg.UpstreamInformers, r.Upstream, namespace, func(_, name string) {
 			c.queue.AddWaited(framework.Key{GVR: r.KeyGVR(), Namespace: namespace, Name: name})
-		}
+		})
 	}
 }
 

@@ -98,7 +98,7 @@ func (c *Controller) Early(gvr schema.GroupVersionResource) func(*unstructured.U
 		if c.early.full() {
 			return // the cheap test first: it holds for most objects of a long list
 		}
-		if _, synced := c.cfg.UpstreamInformers.Synced(gvr); synced {
+		if _, synced := framework.SyncedCache(c.cfg.UpstreamInformers, gvr, ""); synced {
 			return // a relist of a synced informer: its events come as usual
 		}
 		r, ok := c.cfg.Selection.Resource(gvr.GroupResource())

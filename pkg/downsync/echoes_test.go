@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubestellar/syncer/pkg/framework"
+	"github.com/kubestellar/syncer/pkg/mapping"
 )
 
 // TestEchoNotQueued: the edge event of downsync's own write (the resourceVersion the write returned)
@@ -88,5 +90,23 @@ func TestEchoForgottenWhenProcessedAgain(t *testing.T) {
 	h.c.Handler(true, cmGVR).OnAdd(o, false)
 	if n := h.c.queue.Len(); n != 1 {
 		t.Fatalf("the object the write made, arriving after the key was processed again, was not queued (%d keys)", n)
+	}
+}
+
+// TestOrphans: an owned edge object whose upstream object is gone is an orphan, unless its key is
+// being processed or it is kept on purpose (create-only); an owned object with its upstream object,
+// and an unowned one, are not.
+func TestOrphans(t *testing.T) {
+	createOnly := owned(t, u("v1", "ConfigMap", "a", "kept", map[string]interface{}{"k": "v"}))
+	createOnly.SetAnnotations(map[string]string{mapping.DownsyncedAnnotation: mapping.MarkOf(createOnly), mapping.OverwriteAnnotation: "false"})
+	gone := owned(t, u("v1", "ConfigMap", "a", "gone", map[string]interface{}{"k": "v"}))
+	h := newHarness(t, selecting("a"), objs(upCM, nsA), objs(nsA, owned(t, upCM), gone, createOnly))
+	want := []framework.Key{{GVR: cmGVR, Namespace: "a", Name: "gone"}}
+	if diff := cmp.Diff(want, h.c.Orphans()); diff != "" {
+		t.Errorf("orphans (-want +got):\n%s", diff)
+	}
+	h.c.queue.Add(want[0])
+	if got := h.c.Orphans(); len(got) != 0 {
+		t.Errorf("a key being processed is an orphan: %v", got)
 	}
 }

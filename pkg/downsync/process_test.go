@@ -54,10 +54,10 @@ func (v *view) Mentions(gr schema.GroupResource, kind string) bool {
 }
 func (v *view) PropagatesDeletion(o selection.Object) bool { return v.sel.PropagatesDeletion(o) }
 func (v *view) NamesExplicitly(o selection.Object) bool    { return v.sel.NamesExplicitly(o) }
-func (v *view) NamespacedResources() []Resource {
+func (v *view) Resources() []Resource {
 	var out []Resource
 	for _, r := range v.resources {
-		if r.Namespaced && !r.Upstream.Empty() {
+		if !r.Upstream.Empty() {
 			out = append(out, r)
 		}
 	}

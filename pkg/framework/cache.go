@@ -8,20 +8,46 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// Informers gives a side's synced informers by GVR; informermanager.Manager implements it.
-type Informers interface {
-	Synced(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, bool)
+// Cache is one resource's informer cache on one side, as the syncer's readers use it: objects by
+// name and by namespace, event handlers, and how far the cache can be trusted. informermanager
+// implements it (an informer of the whole cluster or of some namespaces, a workspace's view of a
+// shared one); fakeinformers does for unit tests.
+type Cache interface {
+	// Get is the object namespace/name ("" for a cluster-scoped one) as the cache holds it (a
+	// Compact, or an unstructured object its readers must not change); nil when absent.
+	Get(namespace, name string) (interface{}, error)
+	// List is every object of a namespace, or of all for "".
+	List(namespace string) []interface{}
+	// Keys are the keys (namespace/name, or name) of every object of a namespace, or of all for "".
+	Keys(namespace string) []string
+	// AddHandler adds an event handler; it is first given every object the cache holds, as added
+	// (in its initial list). Events reach a handler one at a time, in order.
+	AddHandler(h cache.ResourceEventHandler) (Registration, error)
+	// RemoveHandler removes a handler; it is called no more once this returns.
+	RemoveHandler(r Registration) error
+	// Synced tells whether the objects of a namespace (of every namespace for "") have been listed:
+	// an object absent from the cache then does not exist, as far as the last list knew.
+	Synced(namespace string) bool
+	// Complete tells whether the cache is synced and no re-list is under way: after a dropped watch
+	// the cache may miss objects and changes until the re-list that follows has replaced it.
+	Complete(namespace string) bool
 }
 
-// GetFromCache reads one object from an informer's store; nil when absent. An object the cache
-// holds as a Compact is decoded anew, others are the cache's: callers must not mutate them.
-func GetFromCache(inf cache.SharedIndexInformer, namespace, name string) (*unstructured.Unstructured, error) {
-	k := name
-	if namespace != "" {
-		k = namespace + "/" + name
-	}
-	obj, exists, err := inf.GetIndexer().GetByKey(k)
-	if err != nil || !exists {
+// Registration is an event handler's registration with a Cache, for RemoveHandler.
+type Registration interface{}
+
+// Informers gives a side's caches by GVR; informermanager.Manager implements it.
+type Informers interface {
+	// Cache is the cache of gvr while its informer runs (and is not about to be replaced); whether
+	// it has synced is the Cache's to say.
+	Cache(gvr schema.GroupVersionResource) (Cache, bool)
+}
+
+// GetFromCache reads one object from a cache; nil when absent. An object the cache holds as a
+// Compact is decoded anew, others are the cache's: callers must not mutate them.
+func GetFromCache(c Cache, namespace, name string) (*unstructured.Unstructured, error) {
+	obj, err := c.Get(namespace, name)
+	if err != nil || obj == nil {
 		return nil, err
 	}
 	switch t := obj.(type) {
@@ -33,16 +59,25 @@ func GetFromCache(inf cache.SharedIndexInformer, namespace, name string) (*unstr
 	return nil, fmt.Errorf("unexpected %T in cache", obj)
 }
 
-// Cached reads one object from a side's synced informer for gvr: nil when absent. synced is false
-// while that informer is not running or not synced yet (its sync enqueues everything again, so
-// callers just return). The object is the cache's: callers must not mutate it.
+// Cached reads one object from a side's cache of gvr: nil when absent. synced is false while that
+// informer is not running or the object's namespace not listed yet (its sync enqueues everything
+// again, so callers just return). The object is the cache's: callers must not mutate it.
 func Cached(infs Informers, gvr schema.GroupVersionResource, namespace, name string) (obj *unstructured.Unstructured, synced bool, err error) {
-	inf, ok := infs.Synced(gvr)
+	c, ok := SyncedCache(infs, gvr, namespace)
 	if !ok {
 		return nil, false, nil
 	}
-	obj, err = GetFromCache(inf, namespace, name)
+	obj, err = GetFromCache(c, namespace, name)
 	return obj, true, err
+}
+
+// SyncedCache is a side's cache of gvr when it runs and has listed namespace (everything for "").
+func SyncedCache(infs Informers, gvr schema.GroupVersionResource, namespace string) (Cache, bool) {
+	c, ok := infs.Cache(gvr)
+	if !ok || !c.Synced(namespace) {
+		return nil, false
+	}
+	return c, true
 }
 
 // ObjectOf unwraps an informer event's object (tombstones and Events included), decoding a Compact
@@ -50,14 +85,15 @@ func Cached(infs Informers, gvr schema.GroupVersionResource, namespace, name str
 // Event's object its handlers': neither is to be changed.
 func ObjectOf(obj interface{}) *unstructured.Unstructured { return decoded(obj, false) }
 
-// ForEachKey calls f with the namespace and name of every object in a side's synced informer for
-// gvr; nothing when it is not synced (its sync enqueues everything again).
-func ForEachKey(infs Informers, gvr schema.GroupVersionResource, f func(namespace, name string)) {
-	inf, ok := infs.Synced(gvr)
+// ForEachKey calls f with the namespace and name of every object of a side's cache of gvr, in one
+// namespace or in all (""), once that namespace is listed; nothing before (its sync enqueues
+// everything again).
+func ForEachKey(infs Informers, gvr schema.GroupVersionResource, namespace string, f func(namespace, name string)) {
+	c, ok := SyncedCache(infs, gvr, namespace)
 	if !ok {
 		return
 	}
-	for _, k := range inf.GetStore().ListKeys() {
+	for _, k := range c.Keys(namespace) {
 		ns, name, _ := cache.SplitMetaNamespaceKey(k)
 		f(ns, name)
 	}

@@ -190,6 +190,16 @@ func ObservedSince(ctx context.Context) (time.Duration, bool) {
 	return time.Since(t), true
 }
 
+// Pending tells whether a key waits to be processed (added, not processed since) or failed its last
+// attempt: work on it is under way.
+func (q *Queue) Pending(key Key) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, observed := q.observed[key]
+	_, failing := q.failures[key]
+	return observed || failing
+}
+
 // Failures returns how many keys failed on their last attempt, and up to limit of them as problems
 // (with their errors), sorted.
 func (q *Queue) Failures(limit int) (int, []problem.Problem) {

@@ -1,23 +1,22 @@
-// Package informermanager owns the lifecycle of dynamic informers, one per GroupVersionResource, for
-// one side (upstream or downstream). The engine tells it which resources it wants (Set); it starts
-// what is missing and stops what is no longer wanted.
+// Package informermanager makes, runs and stops every informer of the syncer, and shows each as a
+// framework.Cache: the selected resources of one side (Manager.Set), the engine's own watches of
+// configs and APIs (Manager.Watch), and, for one syncer serving many workspaces, the shared
+// informers of a side (Hub) seen by each workspace's engine through a Scope. It decides nothing about
+// what to sync.
 //
-// Each informer has its own context: stopping one cancels it, removes its event handler and waits
-// for its goroutines to exit, so that removing a resource leaves nothing behind (the Kubernetes
-// garbage collector leaked handlers here, kubernetes#114066). The manager keeps only what the syncer
-// needs in the caches, and holds it as JSON (framework.Compact, which its readers decode): a decoded
-// object's maps cost about twice its JSON. managedFields are dropped, but for the update entry of a
-// plain create by the syncer, kept without its fields (Spec.Manager, mapping.CreatedEntries). A slim
-// cache (Spec.AppliedBy, for the edge objects only downsync writes) keeps metadata, status and the
-// fields the syncer's apply manager owns with a digest of each value, instead of the objects'
-// content (mapping.Slim).
-// The informers a Source runs (many workspaces) hold decoded objects: their views filter them. It
-// makes no decisions about what to sync.
+// An informer is client-go's Reflector (lists, watches, watch-lists, back-off) into a store of this
+// package's, which tells its handlers in order from a goroutine each, and says what client-go's
+// informers do not: when a re-list after a dropped watch has replaced the cache (Cache.Complete, and
+// Handlers.Synced told again), so that what was decided while the cache was behind is looked at again.
 //
-// A resource may be watched in some namespaces only (Spec.Namespaces): the manager then lists and
-// watches each namespace through its namespaced path, one informer each, and shows them to the
-// engine as one informer (its store read by namespace, its handlers added to each, synced once all
-// are). A changed namespace scope keeps the namespaces that stay and starts and stops the others.
-// With a Source (one syncer serving many workspaces) the scope is not passed on: the source's views
-// already show each engine only its own objects.
+// Caches hold what the syncer needs, as JSON (framework.Compact): managedFields dropped but for the
+// update entry of a plain create by the syncer (Spec.Manager); a slim cache (Spec.AppliedBy) keeps
+// metadata, status and the digest of the fields the syncer's apply manager owns (mapping.Slim). A
+// Hub's informers hold decoded objects, which the Scopes filter and translate.
+//
+// A resource selected in some namespaces (Spec.Namespaces) is listed and watched one namespace at
+// a time (at most Options.ListingNamespaces listing at once), each namespace usable as soon as it is
+// listed; past Options.MaxNamespaces namespaces, where the syncer may list it cluster-wide, one
+// cluster-wide informer keeps those namespaces' objects. A changed scope keeps the namespaces that
+// stay.
 package informermanager

@@ -22,18 +22,31 @@ func (f fakeLister) Watch(context.Context, metav1.ListOptions) (watch.Interface,
 }
 
 // TestEarlyWatch: the objects of the initial events of a watch-list go to early as they arrive,
-// those after the bookmark that ends them do not, and every event is passed on; plain watches are
-// not wrapped.
+// those after the bookmark that ends them do not, and every event is passed on; nothing of a plain
+// watch (resumed from a resourceVersion) goes to early. An error event marks the informer broken.
 func TestEarlyWatch(t *testing.T) {
 	var got []string
 	fake := watch.NewFakeWithChanSize(10, false)
-	l := withEarly(fakeLister{fake}, func(u *unstructured.Unstructured) { got = append(got, u.GetName()) })
-	if w, _ := l.Watch(context.Background(), metav1.ListOptions{}); w != watch.Interface(fake) {
-		t.Errorf("a plain watch is wrapped")
-	}
-	w, err := l.Watch(context.Background(), metav1.ListOptions{SendInitialEvents: ptr.To(true)})
+	var h Health
+	lw := listWatch(fakeLister{fake}, Spec{}, &h, true, func(u *unstructured.Unstructured) { got = append(got, u.GetName()) }).(*observedListWatch)
+	plain, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	fake.Add(cm("a", "plain"))
+	<-plain.ResultChan()
+	plain.Stop()
+	if len(got) != 0 {
+		t.Errorf("an object of a plain watch went to early: %v", got)
+	}
+	fake = watch.NewFakeWithChanSize(10, false)
+	lw.l = fakeLister{fake}
+	w, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: ptr.To(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.current() {
+		t.Error("a watch that begins with a list counts as current before the list replaced the cache")
 	}
 	end := cm("", "")
 	end.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
@@ -50,6 +63,11 @@ func TestEarlyWatch(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"x", "y"}, got); diff != "" {
 		t.Errorf("early objects (-want +got):\n%s", diff)
+	}
+	fake.Error(&metav1.Status{Code: 410})
+	<-w.ResultChan()
+	if !h.Broken() {
+		t.Error("an error event did not mark the informer broken")
 	}
 	// A consumer that stops without reading does not leave the relay blocked.
 	fake.Add(cm("a", "w"))

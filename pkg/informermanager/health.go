@@ -20,7 +20,7 @@ type Lister interface {
 }
 
 // Health is what the lists and watches of one informer tell of it: whether the apiserver refuses
-// them, and whether the watch dropped.
+// them, whether the watch dropped, and whether a re-list is under way.
 type Health struct {
 	mu sync.Mutex
 	// denied is the last list or watch the apiserver refused (forbidden, unauthorized, not found); it
@@ -29,6 +29,10 @@ type Health struct {
 	// broken is set when the list or watch dropped with an error, until one is established again:
 	// meanwhile the cache may be behind the apiserver.
 	broken bool
+	// listing is set while a list (or a watch that begins with the current state) is under way,
+	// until its objects have replaced the cache's: the first one, or a re-list after a dropped watch,
+	// which client-go's HasSynced does not tell apart from a cache that is up to date.
+	listing bool
 }
 
 // observe remembers a list or watch the apiserver refuses until one succeeds.
@@ -39,8 +43,38 @@ func (h *Health) observe(err error) {
 	case err == nil:
 		h.denied, h.broken = nil, false
 	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsNotFound(err):
-		h.denied = err
+		h.denied, h.broken = err, true
+	default:
+		h.broken = true
 	}
+}
+
+// dropped records a watch that ended with an error.
+func (h *Health) dropped() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.broken = true
+}
+
+// listStarting records that a list begins: the cache is behind until it is replaced.
+func (h *Health) listStarting() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.listing = true
+}
+
+// replaced records that a list's objects replaced the cache's.
+func (h *Health) replaced() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.listing = false
+}
+
+// current tells whether the cache follows the apiserver: no re-list under way, no dropped watch.
+func (h *Health) current() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !h.listing && !h.broken
 }
 
 // Denied is the refusal that holds: no list or watch has succeeded since.
@@ -57,41 +91,117 @@ func (h *Health) Broken() bool {
 	return h.broken
 }
 
-// NewInformer makes an informer of l's objects as spec asks (its label selector, and a slim cache
-// for spec.AppliedBy) whose health h follows, with the syncer's transform (transformFor) and the
-// given indexers; spec.Namespaces is the caller's business. With compact, the cache holds each object
-// as a framework.Compact (its JSON), which its readers decode (framework.ObjectOf, GetFromCache,
-// MetaOf). newInformer is the constructor (client-go's, or kcp's cluster-aware one);
-// watchListClient, when not nil, says whether the client serves watch-list.
-func NewInformer(l Lister, spec Spec, compact bool, h *Health, watchListClient any, description string, indexers cache.Indexers,
-	newInformer func(cache.ListerWatcher, runtime.Object, cache.SharedIndexInformerOptions) cache.SharedIndexInformer) cache.SharedIndexInformer {
-	selector := func(o *metav1.ListOptions) { o.LabelSelector = spec.LabelSelector }
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			selector(&o)
-			list, err := l.List(ctx, o)
-			h.observe(err)
-			return list, err
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			selector(&o)
-			w, err := l.Watch(ctx, o)
-			h.observe(err)
-			return w, err
-		},
+// listWatch lists and watches l's objects with spec's selectors, and tells h what happens: the
+// lists that begin (a first page, or a watch that starts with the current state), the requests the
+// apiserver refuses, the watches that end with an error. watchList says whether the client may
+// stream a list as a watch (a fake cannot; nor may a store keyed by logical cluster, as client-go's
+// reflector keys the streamed list by namespace and name). early, if set, is given the objects of a
+// streamed list as they arrive, before the reflector hands the list over whole (EarlyHandlers).
+func listWatch(l Lister, spec Spec, h *Health, watchList bool, early func(*unstructured.Unstructured)) cache.ListerWatcher {
+	return &observedListWatch{l: l, labels: spec.LabelSelector, fields: spec.FieldSelector, h: h, noWatchList: !watchList, early: early}
+}
+
+type observedListWatch struct {
+	l              Lister
+	labels, fields string
+	h              *Health
+	noWatchList    bool
+	early          func(*unstructured.Unstructured)
+}
+
+var (
+	_ cache.ListerWatcherWithContext = &observedListWatch{}
+	_ cache.ListerWatcher            = &observedListWatch{}
+)
+
+func (lw *observedListWatch) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	o.LabelSelector, o.FieldSelector = lw.labels, lw.fields
+	if o.Continue == "" {
+		lw.h.listStarting()
 	}
-	var listWatcher cache.ListerWatcher = lw
-	if watchListClient != nil {
-		// The client says whether it serves watch-list (a fake does not): the reflector then lists instead.
-		listWatcher = cache.ToListWatcherWithWatchListSemantics(lw, watchListClient)
+	list, err := lw.l.List(ctx, o)
+	lw.h.observe(err)
+	return list, err
+}
+
+func (lw *observedListWatch) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	o.LabelSelector, o.FieldSelector = lw.labels, lw.fields
+	initial := o.SendInitialEvents != nil && *o.SendInitialEvents
+	if initial {
+		lw.h.listStarting()
 	}
-	inf := newInformer(listWatcher, &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{Indexers: indexers, ObjectDescription: description})
-	_ = inf.SetTransform(transformFor(spec, compact))
-	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-		h.mu.Lock()
-		h.broken = true
-		h.mu.Unlock()
-		cache.DefaultWatchErrorHandler(ctx, r, err)
-	})
-	return inf
+	w, err := lw.l.Watch(ctx, o)
+	lw.h.observe(err)
+	if err != nil {
+		return nil, err
+	}
+	var early func(*unstructured.Unstructured)
+	if initial {
+		early = lw.early
+	}
+	return newObservedWatch(w, lw.h, early), nil
+}
+
+// List and Watch serve callers without a context (none of the syncer's).
+func (lw *observedListWatch) List(o metav1.ListOptions) (runtime.Object, error) {
+	return lw.ListWithContext(context.Background(), o)
+}
+
+func (lw *observedListWatch) Watch(o metav1.ListOptions) (watch.Interface, error) {
+	return lw.WatchWithContext(context.Background(), o)
+}
+
+// IsWatchListSemanticsUnSupported tells client-go's reflector whether it must list rather than
+// stream the list as a watch.
+func (lw *observedListWatch) IsWatchListSemanticsUnSupported() bool { return lw.noWatchList }
+
+// observedWatch passes on every event of a watch, tells h when one is an error (the watch then ends:
+// a 410 Gone, say), and gives early, if set, the objects of the initial events (a streamed list)
+// until the bookmark that ends them. Unlike watch.Filter, it never blocks on a consumer that has
+// stopped.
+type observedWatch struct {
+	in       watch.Interface
+	out      chan watch.Event
+	done     chan struct{}
+	stopOnce sync.Once
+	h        *Health
+	early    func(*unstructured.Unstructured)
+}
+
+func newObservedWatch(in watch.Interface, h *Health, early func(*unstructured.Unstructured)) *observedWatch {
+	w := &observedWatch{in: in, out: make(chan watch.Event), done: make(chan struct{}), h: h, early: early}
+	go w.loop()
+	return w
+}
+
+func (w *observedWatch) ResultChan() <-chan watch.Event { return w.out }
+
+func (w *observedWatch) Stop() {
+	w.stopOnce.Do(func() { close(w.done) })
+	w.in.Stop()
+}
+
+func (w *observedWatch) loop() {
+	defer close(w.out)
+	initial := w.early != nil
+	for e := range w.in.ResultChan() {
+		switch {
+		case e.Type == watch.Error:
+			w.h.dropped()
+		case initial && e.Type == watch.Added:
+			if u, ok := e.Object.(*unstructured.Unstructured); ok {
+				w.early(u)
+			}
+		case initial && e.Type == watch.Bookmark:
+			// The bookmark annotated k8s.io/initial-events-end closes the initial list.
+			if m, ok := e.Object.(metav1.Object); ok && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+				initial = false
+			}
+		}
+		select {
+		case w.out <- e:
+		case <-w.done:
+			return
+		}
+	}
 }

@@ -5,39 +5,38 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unique"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/kubestellar/syncer/pkg/framework"
+	"github.com/kubestellar/syncer/pkg/logging"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/problem"
 )
-
-// syncPollPeriod is how often a starting informer is checked for having synced.
-const syncPollPeriod = 5 * time.Millisecond
 
 // Spec says how to watch one resource. It is comparable: a changed Spec is a changed informer.
 type Spec struct {
 	// LabelSelector restricts the informer to matching objects; empty means all.
 	LabelSelector string
+	// FieldSelector restricts the informer to objects whose fields match; empty means all.
+	FieldSelector string
 	// Namespaces, when set, restricts the informer to the objects of these namespaces, as
 	// NamespaceScope writes them (sorted names joined by commas): the Manager lists and watches each
-	// namespace through its namespaced path, and shows them as one informer. Empty means
-	// cluster-wide. A Source is never given it (see Source).
+	// namespace through its namespaced path, and shows them as one cache; past Options.MaxNamespaces
+	// namespaces, one whole-cluster list and watch whose objects of other namespaces are dropped
+	// (where Options.ClusterWide allows). Empty means cluster-wide. A Source is never given it.
 	Namespaces string
 	// AppliedBy, when set, makes the cache slim (mapping.Slim): it keeps each object's metadata,
 	// status and the digest of the fields this field manager owns (its apply entry, and the update
-	// entry of its plain create), not its content. For
-	// the edge objects only the syncer writes and nothing reads in full (downsynced, not upsynced).
+	// entry of its plain create), not its content. For the edge objects only the syncer writes and
+	// nothing reads in full (downsynced, not upsynced).
 	AppliedBy string
 	// Manager, when set, is the field manager of the syncer's writes to these objects: an object it
 	// made by a plain create keeps that manager's update entry, without its fields, in the cache
@@ -46,10 +45,14 @@ type Spec struct {
 	Manager string
 }
 
-// Handlers builds the event handler for a resource's informer, and is told when its cache has synced.
+// Handlers builds the event handler for a resource's informer, and is told when its objects are listed.
 type Handlers interface {
 	HandlerFor(gvr schema.GroupVersionResource) cache.ResourceEventHandler
-	Synced(gvr schema.GroupVersionResource)
+	// Synced is told that a resource's objects are listed: those of one namespace (of a resource
+	// watched namespace by namespace) or all of them (""). It is told first when the informer has
+	// listed, then again after every re-list (a dropped watch listed anew): what was decided while the
+	// cache was behind may be wrong, and everything it holds may be looked at again.
+	Synced(gvr schema.GroupVersionResource, namespace string)
 }
 
 // Source shares informers among the Managers of several engines (one syncer serving several
@@ -68,9 +71,9 @@ type Source interface {
 
 // Shared is an engine's share of an informer a Source runs.
 type Shared interface {
-	// Informer is the engine's view: its events and its store hold the engine's objects only, as the
-	// engine names them; Run does nothing (the source runs the informer).
-	Informer() cache.SharedIndexInformer
+	// Cache is the engine's view: its events and its store hold the engine's objects only, as the
+	// engine names them.
+	Cache() framework.Cache
 	// Denied is the last list or watch the apiserver refused, until one succeeds again.
 	Denied() error
 	// Broken tells whether the list or watch dropped with an error and is not established again.
@@ -79,54 +82,87 @@ type Shared interface {
 	Release()
 }
 
+// Options are a Manager's limits.
+type Options struct {
+	// MaxNamespaces is how many namespaces a resource may be scoped to and still be watched namespace
+	// by namespace; past it, where ClusterWide allows, it is watched cluster-wide and filtered.
+	// Zero: DefaultMaxNamespaces.
+	MaxNamespaces int
+	// ClusterWide tells whether the syncer may list and watch a resource cluster-wide (nil: never).
+	ClusterWide func(gvr schema.GroupVersionResource) bool
+	// ListingNamespaces is how many namespaces of resources watched namespace by namespace may be
+	// listing their objects at once; the others wait their turn. Zero: DefaultListingNamespaces.
+	ListingNamespaces int
+}
+
+// DefaultMaxNamespaces and DefaultListingNamespaces are Options' defaults.
+const (
+	DefaultMaxNamespaces     = 50
+	DefaultListingNamespaces = 25
+)
+
 // Manager runs the informers of one side.
 type Manager struct {
 	side     string
 	client   dynamic.Interface
 	source   Source // when set, informers are shares of the source's
 	handlers Handlers
-	resync   time.Duration
+	opts     Options
+	// listing holds a token for each namespace's informer listing its first list (Options.ListingNamespaces).
+	listing chan struct{}
 
 	mu        sync.Mutex
 	ctx       context.Context
 	stopped   bool // Stop was called: nothing starts again
 	informers map[schema.GroupVersionResource]*entry
+	// watched are the informers Watch runs for the engine's own needs.
+	watched []*watchedEntry
 }
 
+// entry is one resource's cache and what makes it.
 type entry struct {
-	spec   Spec
-	shared Shared // set when the informer is a share of a Source's
-	// informer is what consumers see: the one part's informer (cluster-wide), or a namespacedInformer
-	// over the parts (one per namespace), or the share's view.
-	informer cache.SharedIndexInformer
-	// parts are the lists and watches behind informer, by namespace ("" for cluster-wide); owned
-	// are those the entry stops, all of them unless handed over to the entry that replaced it.
+	gvr  schema.GroupVersionResource
+	spec Spec
+	// whole: a cluster-wide informer filtered to Spec.Namespaces.
+	whole  bool
+	shared Shared // set when the cache is a share of a Source's
+	cache  framework.Cache
+	// parts are the lists and watches behind cache, by namespace ("" for cluster-wide); owned are
+	// those the entry stops, all of them unless handed over to the entry that replaced it.
 	parts, owned map[string]*part
-	registration cache.ResourceEventHandlerRegistration
-	cancel       context.CancelFunc
-	done         sync.WaitGroup
+	registration framework.Registration
+	running      bool
 	// earlyDone, when set, tells the handlers that what they kept of the initial lists may go.
 	earlyDone func()
-	// held: Set will stop or replace the entry (Hold); until then it does not count as synced.
+	earlyOnce sync.Once
+	// held: Set will stop or replace the entry (Hold); until then Cache does not show it.
 	held bool
-	// synced remembers that informer has synced, which it then stays: its HasSynced takes the
-	// queue's lock that the watch takes for every event, and is asked for every key processed.
-	synced atomic.Bool
 }
 
 // part is one list and watch of a resource: cluster-wide, or in one namespace. It runs in a context
 // of its own, so that an entry replaced by one with a changed namespace scope hands over the parts
 // of the namespaces that stay.
 type part struct {
-	informer cache.SharedIndexInformer
-	health   Health
-	cancel   context.CancelFunc
-	done     chan struct{}
+	namespace string
+	informer  *informer
+	health    Health
+	paced     bool // waits for a listing token before its first list
+	cancel    context.CancelFunc
+	done      chan struct{}
+	released  sync.Once
+	token     bool // holds a listing token
 }
 
 // New returns a Manager for one side; nothing runs until Start.
-func New(side string, client dynamic.Interface, handlers Handlers, resync time.Duration) *Manager {
-	return &Manager{side: side, client: client, handlers: handlers, resync: resync, informers: map[schema.GroupVersionResource]*entry{}}
+func New(side string, client dynamic.Interface, handlers Handlers, opts Options) *Manager {
+	if opts.MaxNamespaces <= 0 {
+		opts.MaxNamespaces = DefaultMaxNamespaces
+	}
+	if opts.ListingNamespaces <= 0 {
+		opts.ListingNamespaces = DefaultListingNamespaces
+	}
+	return &Manager{side: side, client: client, handlers: handlers, opts: opts, listing: make(chan struct{}, opts.ListingNamespaces),
+		informers: map[schema.GroupVersionResource]*entry{}}
 }
 
 // NewShared returns a Manager whose informers are shares of source's; nothing runs until Start.
@@ -143,8 +179,13 @@ func (m *Manager) Start(ctx context.Context) {
 		return
 	}
 	m.ctx = ctx
-	for gvr, e := range m.informers {
-		m.run(gvr, e)
+	for _, e := range m.informers {
+		m.run(e)
+	}
+	for _, w := range m.watched {
+		if w.part != nil {
+			m.start(w.part)
+		}
 	}
 }
 
@@ -152,11 +193,10 @@ func (m *Manager) Start(ctx context.Context) {
 // longer wanted, and replaces those whose Spec changed. It returns the resources it started (the
 // replaced ones among them). After Stop it does nothing.
 //
-// A replaced informer is a new one to its consumers: not synced (Synced says so, and the Handlers
-// are told Synced again) until all its lists are done. A changed label selector lists everything
-// again; a changed namespace scope with the same label selector keeps the lists and watches (and
-// caches) of the namespaces that stay, and starts and stops only those of the namespaces added and
-// removed.
+// A replaced informer is a new one to its consumers: not synced until its lists are done (and the
+// Handlers are told Synced again). A changed label selector lists everything again; a changed
+// namespace scope with the same label selector keeps the lists and watches (and caches) of the
+// namespaces that stay, and starts and stops only those of the namespaces added and removed.
 func (m *Manager) Set(desired map[schema.GroupVersionResource]Spec) []schema.GroupVersionResource {
 	m.mu.Lock()
 	if m.stopped {
@@ -180,7 +220,7 @@ func (m *Manager) Set(desired map[schema.GroupVersionResource]Spec) []schema.Gro
 		e := m.newEntry(gvr, m.effective(spec), replaced[gvr])
 		m.informers[gvr] = e
 		if m.ctx != nil {
-			m.run(gvr, e)
+			m.run(e)
 		}
 		started = append(started, gvr)
 	}
@@ -194,7 +234,7 @@ func (m *Manager) Set(desired map[schema.GroupVersionResource]Spec) []schema.Gro
 // replaces tells whether Set(desired) stops or replaces the running entry e of gvr.
 func (m *Manager) replaces(desired map[schema.GroupVersionResource]Spec, gvr schema.GroupVersionResource, e *entry) bool {
 	spec, ok := desired[gvr]
-	return !ok || m.effective(spec) != e.spec
+	return !ok || m.effective(spec) != e.spec || m.watchesWhole(gvr, spec) != e.whole
 }
 
 // effective is the Spec the manager runs: without a namespace scope when the informers are a
@@ -206,13 +246,22 @@ func (m *Manager) effective(spec Spec) Spec {
 	return spec
 }
 
+// watchesWhole tells whether a resource scoped to namespaces is watched cluster-wide and filtered:
+// past MaxNamespaces, where the syncer may.
+func (m *Manager) watchesWhole(gvr schema.GroupVersionResource, spec Spec) bool {
+	if m.source != nil || spec.Namespaces == "" || len(spec.NamespaceList()) <= m.opts.MaxNamespaces {
+		return false
+	}
+	return m.opts.ClusterWide != nil && m.opts.ClusterWide(gvr)
+}
+
 // newEntry makes the entry of a resource; prev, if set, is the entry it replaces, whose parts of
 // the namespaces that stay (with the same label selector) it takes over. m.mu is held.
 func (m *Manager) newEntry(gvr schema.GroupVersionResource, spec Spec, prev *entry) *entry {
-	e := &entry{spec: spec}
+	e := &entry{gvr: gvr, spec: spec}
 	if m.source != nil {
 		e.shared = m.source.Objects(gvr, spec)
-		e.informer = e.shared.Informer()
+		e.cache = e.shared.Cache()
 		return e
 	}
 	var early func(*unstructured.Unstructured)
@@ -222,30 +271,52 @@ func (m *Manager) newEntry(gvr schema.GroupVersionResource, spec Spec, prev *ent
 		}
 	}
 	namespaces := spec.NamespaceList()
-	if namespaces == nil {
-		p := m.newPart(gvr, spec, "", early)
+	if e.whole = m.watchesWhole(gvr, spec); e.whole || namespaces == nil {
+		var accept func(interface{}) bool
+		if e.whole {
+			accept = inNamespaces(sets.New(namespaces...))
+		}
+		p := m.newPart(gvr, spec, "", early, accept, transformFor(spec, true))
 		e.parts, e.owned = map[string]*part{"": p}, map[string]*part{"": p}
-		e.informer = p.informer
+		e.cache = p.informer
 		return e
 	}
 	e.parts, e.owned = map[string]*part{}, map[string]*part{}
-	informers := map[string]cache.SharedIndexInformer{}
+	informers := map[string]*informer{}
 	for _, ns := range namespaces {
 		p := prev.handOver(ns, spec.LabelSelector)
 		if p == nil {
-			p = m.newPart(gvr, spec, ns, early)
+			p = m.newPart(gvr, spec, ns, early, nil, transformFor(spec, true))
+			p.paced = true
 		}
 		e.parts[ns], e.owned[ns] = p, p
 		informers[ns] = p.informer
 	}
-	e.informer = newNamespacedInformer(informers)
+	e.cache = newNamespaced(informers)
 	return e
+}
+
+// inNamespaces accepts the objects of the given namespaces.
+func inNamespaces(namespaces sets.Set[string]) func(interface{}) bool {
+	return func(obj interface{}) bool {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		ns, _, err := cache.SplitMetaNamespaceKey(mustKey(obj))
+		return err == nil && namespaces.Has(ns)
+	}
+}
+
+// mustKey is an object's namespace/name key; "" when it has none.
+func mustKey(obj interface{}) string {
+	k, _ := cache.MetaNamespaceKeyFunc(obj)
+	return k
 }
 
 // handOver gives up the entry's part of a namespace to the entry replacing it, when it lists with
 // the same label selector; nil otherwise (and for a nil entry).
 func (e *entry) handOver(namespace, labelSelector string) *part {
-	if e == nil || e.spec.LabelSelector != labelSelector || e.spec.Namespaces == "" {
+	if e == nil || e.spec.LabelSelector != labelSelector || e.spec.Namespaces == "" || e.whole {
 		return nil
 	}
 	p := e.owned[namespace]
@@ -253,26 +324,59 @@ func (e *entry) handOver(namespace, labelSelector string) *part {
 	return p
 }
 
-// newPart makes the informer of a resource in one namespace, or cluster-wide for ""; early, if set,
-// is given the objects of its initial lists as they stream in (withEarly).
-func (m *Manager) newPart(gvr schema.GroupVersionResource, spec Spec, namespace string, early func(*unstructured.Unstructured)) *part {
-	p := &part{}
+// newPart makes the informer of a resource in one namespace, or cluster-wide for "" (all of it, or
+// the objects accept keeps), its objects stored as transform makes them; early, if set, is given the
+// objects of its initial lists as they stream in (withEarly).
+func (m *Manager) newPart(gvr schema.GroupVersionResource, spec Spec, namespace string, early func(*unstructured.Unstructured),
+	accept func(interface{}) bool, transform cache.TransformFunc) *part {
+	p := &part{namespace: namespace}
 	var l Lister = m.client.Resource(gvr)
 	description := gvr.String()
 	if namespace != "" {
 		l = m.client.Resource(gvr).Namespace(namespace)
 		description += " in namespace " + namespace
 	}
-	p.informer = NewInformer(withEarly(l, early), spec, true, &p.health, m.client, description,
-		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-		func(lw cache.ListerWatcher, obj runtime.Object, o cache.SharedIndexInformerOptions) cache.SharedIndexInformer {
-			o.ResyncPeriod = m.resync
-			return cache.NewSharedIndexInformerWithOptions(lw, obj, o)
-		})
+	p.informer = newInformer(informerConfig{
+		description: description,
+		lw:          listWatch(l, spec, &p.health, supportsWatchList(m.client), early),
+		health:      &p.health,
+		indexers:    cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		transform:   transform,
+		accept:      accept,
+		onSynced:    func(first bool) { m.partSynced(gvr, p, first) },
+	})
 	return p
 }
 
-// start runs a part's informer in a context of its own, unless it runs already. m.mu is held.
+// supportsWatchList tells whether a client may stream lists as watches (a fake cannot).
+func supportsWatchList(client any) bool {
+	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{}, client)
+	u, ok := lw.(interface{ IsWatchListSemanticsUnSupported() bool })
+	return !ok || !u.IsWatchListSemanticsUnSupported()
+}
+
+// partSynced is told by a part's informer that its list is in: the Handlers are told (of its
+// namespace, or all of the resource), and once the whole entry has synced the first time, its early
+// objects may go.
+func (m *Manager) partSynced(gvr schema.GroupVersionResource, p *part, first bool) {
+	if first {
+		p.releaseToken(m)
+	}
+	m.mu.Lock()
+	e, ok := m.informers[gvr]
+	stopped := m.stopped
+	m.mu.Unlock()
+	if stopped || !ok || m.handlers == nil || e.parts[p.namespace] != p {
+		return
+	}
+	m.handlers.Synced(gvr, p.namespace)
+	if e.earlyDone != nil && e.cache.Synced("") {
+		e.earlyOnce.Do(e.earlyDone)
+	}
+}
+
+// start runs a part's informer in a context of its own, unless it runs already; a paced part first
+// waits for a listing token. m.mu is held.
 func (m *Manager) start(p *part) {
 	if p.cancel != nil {
 		return
@@ -281,8 +385,29 @@ func (m *Manager) start(p *part) {
 	p.cancel, p.done = cancel, make(chan struct{})
 	go func() {
 		defer close(p.done)
-		p.informer.Run(ctx.Done())
+		defer p.releaseToken(m)
+		if p.paced {
+			select {
+			case m.listing <- struct{}{}:
+				p.token = true
+			case <-ctx.Done():
+				return
+			}
+		}
+		p.informer.Run(ctx)
 	}()
+}
+
+// releaseToken gives back the part's listing token, if it holds one.
+func (p *part) releaseToken(m *Manager) {
+	p.released.Do(func() {
+		if p.paced {
+			// The token is taken before the informer runs, and the informer syncs only once it runs.
+			if p.token {
+				<-m.listing
+			}
+		}
+	})
 }
 
 // stop cancels a part's informer and waits for it to exit.
@@ -316,107 +441,102 @@ func (e *entry) deniedNow() error {
 	return nil
 }
 
-// run starts an entry's informer; m.mu is held.
-func (m *Manager) run(gvr schema.GroupVersionResource, e *entry) {
-	ctx, cancel := context.WithCancel(m.ctx)
-	e.cancel = cancel
-	logger := klog.FromContext(ctx).WithValues("side", m.side, "gvr", gvr.String())
+// run starts an entry's informers; m.mu is held.
+func (m *Manager) run(e *entry) {
+	logger := klog.FromContext(m.ctx).WithValues("side", m.side, "gvr", e.gvr.String())
 	if e.spec.Namespaces != "" {
-		logger = logger.WithValues("namespaces", e.spec.Namespaces)
+		logger = logger.WithValues("namespaces", len(e.spec.NamespaceList()), "clusterWide", e.whole)
 	}
 	if m.handlers != nil {
-		reg, err := e.informer.AddEventHandler(m.handlers.HandlerFor(gvr))
+		reg, err := e.cache.AddHandler(m.handlers.HandlerFor(e.gvr))
 		if err != nil {
 			logger.Error(err, "Could not add an event handler")
 		}
 		e.registration = reg
 	}
 	for _, p := range e.parts {
-		m.start(p) // those handed over run already
-	}
-	e.done.Add(1)
-	go func() {
-		defer e.done.Done()
-		// Polled more often than client-go's WaitForCacheSync (every 100 ms): the objects of a
-		// resource are processed once both sides' caches have synced, so the poll delays every
-		// first sync.
-		err := wait.PollUntilContextCancel(ctx, syncPollPeriod, true, func(context.Context) (bool, error) { return e.informer.HasSynced(), nil })
-		if err == nil && m.handlers != nil {
-			logger.V(2).Info("Informer synced")
-			m.handlers.Synced(gvr)
-			if e.earlyDone != nil {
-				e.earlyDone()
-			}
+		if p.cancel != nil && p.informer.Synced("") {
+			// Handed over, listed already: the handlers hear of its namespace now (it runs already).
+			go m.partSynced(e.gvr, p, false)
 		}
-	}()
-	logger.V(2).Info("Started informer")
+		m.start(p)
+	}
+	e.running = true
+	if e.shared != nil {
+		go m.awaitShared(e)
+	}
+	logger.V(logging.Change).Info("Started informer")
 }
 
-// stop removes the entry's handler, stops the parts it owns and waits until its goroutines have
+// awaitShared tells the Handlers when a Source's share has synced (the source runs it).
+func (m *Manager) awaitShared(e *entry) {
+	for !e.cache.Synced("") {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-sharedPoll():
+		}
+		m.mu.Lock()
+		current := m.informers[e.gvr] == e
+		m.mu.Unlock()
+		if !current {
+			return
+		}
+	}
+	if m.handlers != nil {
+		m.handlers.Synced(e.gvr, "")
+	}
+}
+
+// stop removes the entry's handler, stops the parts it owns and waits until their goroutines have
 // exited.
 func (e *entry) stop() {
 	if e.shared != nil {
 		defer e.shared.Release()
 	}
 	if e.earlyDone != nil {
-		defer e.earlyDone()
+		defer e.earlyOnce.Do(e.earlyDone)
 	}
-	if e.cancel == nil {
+	if !e.running {
 		return
 	}
 	if e.registration != nil {
-		_ = e.informer.RemoveEventHandler(e.registration)
+		_ = e.cache.RemoveHandler(e.registration)
 	}
-	e.cancel()
 	for _, p := range e.owned {
 		p.stop()
 	}
-	e.done.Wait()
 }
 
 // Stop stops every informer and waits for them; the manager starts nothing afterwards.
 func (m *Manager) Stop() {
 	m.mu.Lock()
 	m.stopped = true
-	entries := m.informers
-	m.informers = map[schema.GroupVersionResource]*entry{}
+	entries, watched := m.informers, m.watched
+	m.informers, m.watched = map[schema.GroupVersionResource]*entry{}, nil
 	m.mu.Unlock()
 	for _, e := range entries {
 		e.stop()
 	}
+	for _, w := range watched {
+		w.stop()
+	}
 }
 
-// Informer returns the running informer of a resource, if any.
-func (m *Manager) Informer(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, bool) {
+// Cache returns the cache of a resource while its informer runs and is not about to be replaced
+// (Hold); whether a namespace of it is listed is the cache's to say (Synced).
+func (m *Manager) Cache(gvr schema.GroupVersionResource) (framework.Cache, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.informers[gvr]
-	if !ok {
+	if !ok || e.held {
 		return nil, false
 	}
-	return e.informer, true
+	return e.cache, true
 }
 
-// Synced returns the informer of a resource when it runs and its cache has synced.
-func (m *Manager) Synced(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, bool) {
-	m.mu.Lock()
-	e, ok := m.informers[gvr]
-	ok = ok && !e.held
-	m.mu.Unlock()
-	if !ok {
-		return nil, false
-	}
-	if !e.synced.Load() {
-		if !e.informer.HasSynced() {
-			return nil, false
-		}
-		e.synced.Store(true)
-	}
-	return e.informer, true
-}
-
-// Hold makes the informers that Set(desired) will stop or replace count as not synced until then.
-// The engine calls it before it publishes a new selection and then calls Set, so that nothing reads
+// Hold makes the informers that Set(desired) will stop or replace unseen (Cache) until then. The
+// engine calls it before it publishes a new selection and then calls Set, so that nothing reads
 // the new selection against an informer of the old scope: objects in a namespace just added to an
 // upstream informer's scope would look absent upstream, and their edge copies unwanted.
 func (m *Manager) Hold(desired map[schema.GroupVersionResource]Spec) {
@@ -471,6 +591,19 @@ func (e *entry) isBroken() bool {
 	return false
 }
 
+// Counts are the running informers (one per resource) and those synced.
+func (m *Manager) Counts() (running, synced int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range m.informers {
+		running++
+		if !e.held && e.cache.Synced("") {
+			synced++
+		}
+	}
+	return running, synced
+}
+
 // Running lists the resources with a running informer.
 func (m *Manager) Running() []schema.GroupVersionResource {
 	m.mu.Lock()
@@ -483,10 +616,10 @@ func (m *Manager) Running() []schema.GroupVersionResource {
 }
 
 // transformFor is the transform of an informer as spec asks: managedFields dropped but for the
-// entry of a plain create by spec.Manager (mapping.CreatedEntries), or for a slim cache (spec.AppliedBy) only what mapping.Slim keeps; then held as
-// a framework.Compact, or, decoded (the informers a Source runs), with field names shared
-// (internKeys). Anything but an unstructured object (a Compact, a tombstone) is kept as it is, and so
-// is an object already slim: client-go may pass an object twice.
+// entry of a plain create by spec.Manager (mapping.CreatedEntries), or for a slim cache
+// (spec.AppliedBy) only what mapping.Slim keeps; then held as a framework.Compact, or, decoded (the
+// informers a Source runs), with field names shared (internKeys). Anything but an unstructured
+// object (a Compact, a tombstone) is kept as it is, and so is an object already slim.
 func transformFor(spec Spec, compact bool) cache.TransformFunc {
 	return func(obj interface{}) (interface{}, error) {
 		u, ok := obj.(*unstructured.Unstructured)
@@ -530,3 +663,8 @@ func internKeys(v interface{}) {
 		}
 	}
 }
+
+// syncPollPeriod is how often a share of a Source's informer is checked for having synced.
+const syncPollPeriod = 5 * time.Millisecond
+
+func sharedPoll() <-chan time.Time { return time.After(syncPollPeriod) }

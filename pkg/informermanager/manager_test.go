@@ -3,7 +3,9 @@ package informermanager
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -30,10 +33,29 @@ type recorder struct {
 	mu     sync.Mutex
 	events map[schema.GroupVersionResource]int
 	synced map[schema.GroupVersionResource]int
+	// told are the namespaces Synced was told of, in order ("" for a whole resource).
+	told map[schema.GroupVersionResource][]string
 }
 
 func newRecorder() *recorder {
-	return &recorder{events: map[schema.GroupVersionResource]int{}, synced: map[schema.GroupVersionResource]int{}}
+	return &recorder{events: map[schema.GroupVersionResource]int{}, synced: map[schema.GroupVersionResource]int{},
+		told: map[schema.GroupVersionResource][]string{}}
+}
+
+// namespacesTold are the namespaces Synced was told of for gvr, sorted, without repeats.
+func (r *recorder) namespacesTold(gvr schema.GroupVersionResource) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := map[string]bool{}
+	var out []string
+	for _, ns := range r.told[gvr] {
+		if !seen[ns] {
+			seen[ns] = true
+			out = append(out, ns)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (r *recorder) HandlerFor(gvr schema.GroupVersionResource) cache.ResourceEventHandler {
@@ -44,9 +66,10 @@ func (r *recorder) HandlerFor(gvr schema.GroupVersionResource) cache.ResourceEve
 	}}
 }
 
-func (r *recorder) Synced(gvr schema.GroupVersionResource) {
+func (r *recorder) Synced(gvr schema.GroupVersionResource, namespace string) {
 	r.mu.Lock()
 	r.synced[gvr]++
+	r.told[gvr] = append(r.told[gvr], namespace)
 	r.mu.Unlock()
 }
 
@@ -69,11 +92,19 @@ func cm(ns, name string) *unstructured.Unstructured {
 	return u
 }
 
+// synced is a manager's cache of gvr once it runs and has listed everything.
+func synced(m *Manager, gvr schema.GroupVersionResource) (framework.Cache, bool) {
+	return framework.SyncedCache(m, gvr, "")
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true,
 		func(context.Context) (bool, error) { return cond(), nil })
 	if err != nil {
+		buf := make([]byte, 1<<20)
+		n := runtime.Stack(buf, true)
+		t.Logf("%s", buf[:n])
 		t.Fatalf("timed out waiting for %s", what)
 	}
 }
@@ -86,14 +117,14 @@ func TestAddRemoveReAdd(t *testing.T) {
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
 		map[schema.GroupVersionResource]string{cms: "ConfigMapList", sec: "SecretList"}, cm("a", "one"))
 	rec := newRecorder()
-	m := New("test", client, rec, 0)
+	m := New("test", client, rec, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m.Start(ctx)
 	// A control informer on the same resource that stays: once it has seen an object, a removed
 	// informer whose handler were still attached would have seen it too.
 	control := newRecorder()
-	cm2 := New("control", client, control, 0)
+	cm2 := New("control", client, control, Options{})
 	cm2.Start(ctx)
 	defer cm2.Stop()
 	cm2.Set(map[schema.GroupVersionResource]Spec{cms: {}})
@@ -105,12 +136,15 @@ func TestAddRemoveReAdd(t *testing.T) {
 		if len(started) != 2 {
 			t.Fatalf("round %d: started %v", round, started)
 		}
-		waitFor(t, "sync", func() bool { _, s := rec.counts(cms); return s == round })
-		if inf, ok := m.Synced(cms); !ok || len(inf.GetStore().List()) != round { // one more object each round
+		waitFor(t, fmt.Sprintf("sync of round %d (told synced of %v)", round, rec.namespacesTold(cms)), func() bool { _, s := rec.counts(cms); return s >= round })
+		if _, s := rec.counts(cms); s != round {
+			t.Fatalf("round %d: told synced %d times", round, s)
+		}
+		if c, ok := synced(m, cms); !ok || len(c.List("")) != round { // one more object each round
 			t.Fatalf("round %d: cache not synced with the object", round)
 		}
 		m.Set(map[schema.GroupVersionResource]Spec{sec: {}}) // remove configmaps
-		if _, ok := m.Informer(cms); ok {
+		if _, ok := m.Cache(cms); ok {
 			t.Fatal("a removed informer is still listed")
 		}
 		events, _ := rec.counts(cms)
@@ -130,9 +164,9 @@ func TestAddRemoveReAdd(t *testing.T) {
 	}
 	// A changed spec restarts the informer.
 	m.Set(map[schema.GroupVersionResource]Spec{cms: {}})
-	first, _ := m.Informer(cms)
+	first, _ := m.Cache(cms)
 	m.Set(map[schema.GroupVersionResource]Spec{cms: {LabelSelector: "a=b"}})
-	second, _ := m.Informer(cms)
+	second, _ := m.Cache(cms)
 	if first == second {
 		t.Error("a changed label selector did not restart the informer")
 	}
@@ -147,17 +181,17 @@ func TestTransform(t *testing.T) {
 	obj.Object["metadata"].(map[string]interface{})["managedFields"] = []interface{}{map[string]interface{}{"manager": "kubectl"}}
 	obj.Object["data"] = map[string]interface{}{"k": "v"}
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(), map[schema.GroupVersionResource]string{cms: "ConfigMapList"}, obj)
-	m := New("test", client, nil, 0)
+	m := New("test", client, nil, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m.Start(ctx)
 	defer m.Stop()
 	m.Set(map[schema.GroupVersionResource]Spec{cms: {}})
-	var inf cache.SharedIndexInformer
-	waitFor(t, "sync", func() bool { var ok bool; inf, ok = m.Synced(cms); return ok })
-	held, ok := inf.GetStore().List()[0].(*framework.Compact)
+	var c framework.Cache
+	waitFor(t, "sync", func() bool { var ok bool; c, ok = synced(m, cms); return ok })
+	held, ok := c.List("")[0].(*framework.Compact)
 	if !ok {
-		t.Fatalf("the cache holds a %T, want a *framework.Compact", inf.GetStore().List()[0])
+		t.Fatalf("the cache holds a %T, want a *framework.Compact", c.List("")[0])
 	}
 	got := framework.ObjectOf(held)
 	if len(got.GetManagedFields()) != 0 {
@@ -169,8 +203,8 @@ func TestTransform(t *testing.T) {
 
 	// A slim cache keeps no content, and the digest of what the apply manager owns.
 	m.Set(map[schema.GroupVersionResource]Spec{cms: {AppliedBy: "kubectl"}})
-	waitFor(t, "sync of the slim cache", func() bool { var ok bool; inf, ok = m.Synced(cms); return ok && len(inf.GetStore().List()) == 1 })
-	got = framework.ObjectOf(inf.GetStore().List()[0])
+	waitFor(t, "sync of the slim cache", func() bool { var ok bool; c, ok = synced(m, cms); return ok && len(c.List("")) == 1 })
+	got = framework.ObjectOf(c.List("")[0])
 	if _, ok := got.Object[mapping.AppliedField]; !ok || got.Object["data"] != nil || got.GetName() != "with-fields" {
 		t.Errorf("the slim cache's object decodes as %v", got.Object)
 	}
@@ -197,7 +231,7 @@ func TestTransform(t *testing.T) {
 // resolver may still call Set while shutting down, and nothing may run then.
 func TestNothingStartsAfterStop(t *testing.T) {
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(), map[schema.GroupVersionResource]string{cms: "ConfigMapList"})
-	m := New("test", client, nil, 0)
+	m := New("test", client, nil, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m.Start(ctx)
@@ -227,7 +261,7 @@ func TestRefusedListIsAProblem(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	m := New("upstream", client, nil, 0)
+	m := New("upstream", client, nil, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m.Start(ctx)
@@ -241,7 +275,7 @@ func TestRefusedListIsAProblem(t *testing.T) {
 	mu.Lock()
 	refuse = false
 	mu.Unlock()
-	waitFor(t, "the problem to clear after a successful list", func() bool { _, ok := m.Synced(sec); return ok && len(m.Problems()) == 0 })
+	waitFor(t, "the problem to clear after a successful list", func() bool { _, ok := synced(m, sec); return ok && len(m.Problems()) == 0 })
 }
 
 // TestSlimSharesFieldNames: the transform of a decoded cache leaves an object's content as it was, with field names
@@ -289,26 +323,85 @@ func TestHold(t *testing.T) {
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(),
 		map[schema.GroupVersionResource]string{cms: "ConfigMapList", sec: "SecretList"}, cm("a", "one"))
 	rec := newRecorder()
-	m := New("test", client, rec, 0)
+	m := New("test", client, rec, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m.Start(ctx)
 	defer m.Stop()
 	m.Set(map[schema.GroupVersionResource]Spec{cms: {}, sec: {}})
-	waitFor(t, "sync", func() bool { _, a := m.Synced(cms); _, b := m.Synced(sec); return a && b })
+	waitFor(t, "sync", func() bool { _, a := synced(m, cms); _, b := synced(m, sec); return a && b })
 
 	next := map[schema.GroupVersionResource]Spec{cms: {Namespaces: NamespaceScope([]string{"a"})}}
 	m.Hold(next)
-	if _, ok := m.Synced(cms); ok {
+	if _, ok := synced(m, cms); ok {
 		t.Error("an informer whose scope changes still counts as synced after Hold")
 	}
-	if _, ok := m.Synced(sec); ok {
+	if _, ok := synced(m, sec); ok {
 		t.Error("an informer Set will stop still counts as synced after Hold")
 	}
 	m.Set(next)
-	waitFor(t, "the scoped informer's sync", func() bool { _, ok := m.Synced(cms); return ok })
+	waitFor(t, "the scoped informer's sync", func() bool { _, ok := synced(m, cms); return ok })
 	m.Hold(next)
-	if _, ok := m.Synced(cms); !ok {
+	if _, ok := synced(m, cms); !ok {
 		t.Error("Hold with the running specs made an informer look not synced")
+	}
+}
+
+// TestRelistIsIncompleteUntilReplaced: after a watch fails (410 Gone, as after an apiserver's
+// restart) the informer lists again. client-go's informers count as synced throughout; this one is
+// not Complete from the failure until the new list has replaced the cache, and then tells the
+// handlers Synced again (everything may be looked at again), and the objects the list brings that
+// the cache lacked are told as added.
+func TestRelistIsIncompleteUntilReplaced(t *testing.T) {
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(), map[schema.GroupVersionResource]string{cms: "ConfigMapList"},
+		cm("a", "before"))
+	var mu sync.Mutex
+	watches := []*watch.FakeWatcher{}
+	client.PrependWatchReactor("configmaps", func(clienttesting.Action) (bool, watch.Interface, error) {
+		w := watch.NewFake()
+		mu.Lock()
+		watches = append(watches, w)
+		mu.Unlock()
+		return true, w, nil
+	})
+	release := make(chan struct{})
+	lists := 0
+	client.PrependReactor("list", "configmaps", func(clienttesting.Action) (bool, kruntime.Object, error) {
+		mu.Lock()
+		lists++
+		n := lists
+		mu.Unlock()
+		if n > 1 {
+			<-release // the re-list is slow: the apiserver's watch cache fills again
+		}
+		return false, nil, nil
+	})
+	m, rec, ctx := running(t, client, Options{})
+	m.Set(map[schema.GroupVersionResource]Spec{cms: {}})
+	var c framework.Cache
+	waitFor(t, "sync", func() bool { var ok bool; c, ok = synced(m, cms); return ok && c.Complete("") })
+	waitFor(t, "the watch", func() bool { mu.Lock(); defer mu.Unlock(); return len(watches) == 1 })
+	if _, s := rec.counts(cms); s != 1 {
+		t.Fatalf("told synced %d times, want 1", s)
+	}
+
+	// Made while the watch is about to fail: the cache never hears of it by a watch event.
+	if _, err := client.Resource(cms).Namespace("a").Create(ctx, cm("a", "behind"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	watches[0].Error(&metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired, Message: "too old resource version"})
+	mu.Unlock()
+	waitFor(t, "the re-list to begin", func() bool { mu.Lock(); defer mu.Unlock(); return lists == 2 })
+	if !c.Synced("") || c.Complete("") {
+		t.Fatalf("during the re-list: synced %v, complete %v; want synced and not complete", c.Synced(""), c.Complete(""))
+	}
+	events, _ := rec.counts(cms)
+	close(release)
+	waitFor(t, "the re-list to replace the cache", func() bool { return c.Complete("") })
+	waitFor(t, "the handlers told synced again", func() bool { _, s := rec.counts(cms); return s == 2 })
+	waitFor(t, "the object the cache lacked told as added", func() bool { n, _ := rec.counts(cms); return n == events+1 })
+	if obj, _ := c.Get("a", "behind"); obj == nil {
+		t.Error("the re-list did not bring the object")
 	}
 }

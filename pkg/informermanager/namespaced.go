@@ -1,15 +1,15 @@
 package informermanager
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubestellar/syncer/pkg/framework"
 )
 
 // NamespaceScope is the Spec.Namespaces of the given namespaces: sorted, without duplicates, joined
@@ -34,125 +34,116 @@ func (s Spec) NamespaceList() []string {
 	return strings.Split(s.Namespaces, ",")
 }
 
-// namespacedInformer is one informer over several namespaces, made of one informer per namespace
-// (each listing and watching its namespace only). Its consumers see one informer: event handlers
-// are added to every namespace's informer (and called one event at a time, as a single informer
-// calls them), the store reads from the informer of the key's namespace, lists concatenate, and it
-// has synced once every namespace's informer has. It is read-only: the Manager runs, transforms and
-// watches the errors of the namespaces' informers, so Run does nothing and the setters refuse.
-type namespacedInformer struct {
+// namespaced is one cache over several namespaces, made of one informer per namespace (each listing
+// and watching its namespace only). Handlers are added to every namespace's informer and called one
+// event at a time, as one informer calls them; a read goes to the informer of its namespace; a
+// namespace is synced once its informer is, so that a namespace listed late holds up no other.
+type namespaced struct {
 	names []string // sorted
-	parts map[string]cache.SharedIndexInformer
+	parts map[string]*informer
 }
 
-func newNamespacedInformer(parts map[string]cache.SharedIndexInformer) *namespacedInformer {
-	i := &namespacedInformer{parts: parts}
+func newNamespaced(parts map[string]*informer) *namespaced {
+	c := &namespaced{parts: parts}
 	for ns := range parts {
-		i.names = append(i.names, ns)
+		c.names = append(c.names, ns)
 	}
-	sort.Strings(i.names)
-	return i
+	sort.Strings(c.names)
+	return c
 }
 
-var _ cache.SharedIndexInformer = &namespacedInformer{}
+var _ framework.Cache = &namespaced{}
 
-// errNamespaced refuses what only the Manager, which runs the namespaces' informers, may do.
-var errNamespaced = errors.New("an informer over several namespaces: its namespaces' informers are the informer manager's to run, transform and watch")
-
-// Run does nothing: the Manager runs each namespace's informer.
-func (i *namespacedInformer) Run(<-chan struct{}) {}
-
-// RunWithContext does nothing: the Manager runs each namespace's informer.
-func (i *namespacedInformer) RunWithContext(context.Context) {}
-
-func (i *namespacedInformer) SetWatchErrorHandler(cache.WatchErrorHandler) error {
-	return errNamespaced
+// Get reads the object from its namespace's informer; an object of another namespace is absent.
+func (c *namespaced) Get(namespace, name string) (interface{}, error) {
+	p, ok := c.parts[namespace]
+	if !ok {
+		return nil, nil
+	}
+	return p.Get(namespace, name)
 }
 
-func (i *namespacedInformer) SetWatchErrorHandlerWithContext(cache.WatchErrorHandlerWithContext) error {
-	return errNamespaced
-}
-
-func (i *namespacedInformer) SetTransform(cache.TransformFunc) error { return errNamespaced }
-
-func (i *namespacedInformer) AddIndexers(cache.Indexers) error { return errNamespaced }
-
-// HasSynced tells whether every namespace's informer has synced.
-func (i *namespacedInformer) HasSynced() bool {
-	for _, ns := range i.names {
-		if !i.parts[ns].HasSynced() {
-			return false
+// List is the objects of one namespace, or of all of them.
+func (c *namespaced) List(namespace string) []interface{} {
+	if namespace != "" {
+		if p, ok := c.parts[namespace]; ok {
+			return p.List("")
 		}
+		return nil
 	}
-	return true
+	var out []interface{}
+	for _, ns := range c.names {
+		out = append(out, c.parts[ns].List("")...)
+	}
+	return out
 }
 
-// IsStopped tells whether every namespace's informer has stopped.
-func (i *namespacedInformer) IsStopped() bool {
-	for _, ns := range i.names {
-		if !i.parts[ns].IsStopped() {
-			return false
+// Keys are the keys of one namespace's objects, or of all of them.
+func (c *namespaced) Keys(namespace string) []string {
+	if namespace != "" {
+		if p, ok := c.parts[namespace]; ok {
+			return p.Keys("")
 		}
+		return nil
 	}
-	return true
+	var out []string
+	for _, ns := range c.names {
+		out = append(out, c.parts[ns].Keys("")...)
+	}
+	return out
 }
 
-// LastSyncResourceVersion is "": each namespace's informer has its own.
-func (i *namespacedInformer) LastSyncResourceVersion() string { return "" }
+// registrations are one handler's registrations with the namespaces' informers.
+type registrations map[string]framework.Registration
 
-func (i *namespacedInformer) GetController() cache.Controller { return namespacedController{i} }
-
-func (i *namespacedInformer) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
-	return i.AddEventHandlerWithOptions(h, cache.HandlerOptions{})
-}
-
-func (i *namespacedInformer) AddEventHandlerWithResyncPeriod(h cache.ResourceEventHandler, p time.Duration) (cache.ResourceEventHandlerRegistration, error) {
-	return i.AddEventHandlerWithOptions(h, cache.HandlerOptions{ResyncPeriod: &p})
-}
-
-// AddEventHandlerWithOptions adds the handler to every namespace's informer; all or none.
-func (i *namespacedInformer) AddEventHandlerWithOptions(h cache.ResourceEventHandler, opts cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
+// AddHandler adds the handler to every namespace's informer; all or none.
+func (c *namespaced) AddHandler(h cache.ResourceEventHandler) (framework.Registration, error) {
 	serial := &serialHandler{next: h}
-	reg := &namespacedRegistration{regs: map[string]cache.ResourceEventHandlerRegistration{}}
-	for _, ns := range i.names {
-		r, err := i.parts[ns].AddEventHandlerWithOptions(serial, opts)
+	regs := registrations{}
+	for _, ns := range c.names {
+		r, err := c.parts[ns].AddHandler(serial)
 		if err != nil {
-			_ = i.RemoveEventHandler(reg)
+			_ = c.RemoveHandler(regs)
 			return nil, fmt.Errorf("namespace %s: %w", ns, err)
 		}
-		reg.regs[ns] = r
+		regs[ns] = r
 	}
-	return reg, nil
+	return regs, nil
 }
 
-// RemoveEventHandler removes a handler from every namespace's informer.
-func (i *namespacedInformer) RemoveEventHandler(handle cache.ResourceEventHandlerRegistration) error {
-	reg, ok := handle.(*namespacedRegistration)
+// RemoveHandler removes a handler from every namespace's informer.
+func (c *namespaced) RemoveHandler(r framework.Registration) error {
+	regs, ok := r.(registrations)
 	if !ok {
-		return fmt.Errorf("registration %T is not of an informer over several namespaces", handle)
+		return errNotOurs(r)
 	}
 	var errs []error
-	for ns, r := range reg.regs {
-		if err := i.parts[ns].RemoveEventHandler(r); err != nil {
+	for ns, reg := range regs {
+		if err := c.parts[ns].RemoveHandler(reg); err != nil {
 			errs = append(errs, fmt.Errorf("namespace %s: %w", ns, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (i *namespacedInformer) GetStore() cache.Store { return i.GetIndexer() }
-
-func (i *namespacedInformer) GetIndexer() cache.Indexer { return namespacedIndexer{i} }
-
-// namespacedRegistration is one handler's registrations with the namespaces' informers.
-type namespacedRegistration struct {
-	regs map[string]cache.ResourceEventHandlerRegistration
+// Synced tells whether a namespace is listed (a namespace not watched holds nothing to list), or
+// for "" whether every namespace is.
+func (c *namespaced) Synced(namespace string) bool {
+	return c.every(namespace, (*informer).Synced)
 }
 
-// HasSynced tells whether the handler has been given every namespace's initial list.
-func (r *namespacedRegistration) HasSynced() bool {
-	for _, reg := range r.regs {
-		if !reg.HasSynced() {
+// Complete tells whether a namespace's informer (every one, for "") is complete.
+func (c *namespaced) Complete(namespace string) bool {
+	return c.every(namespace, (*informer).Complete)
+}
+
+func (c *namespaced) every(namespace string, f func(*informer, string) bool) bool {
+	if namespace != "" {
+		p, ok := c.parts[namespace]
+		return !ok || f(p, namespace)
+	}
+	for _, ns := range c.names {
+		if !f(c.parts[ns], ns) {
 			return false
 		}
 	}
@@ -183,134 +174,4 @@ func (h *serialHandler) OnDelete(obj interface{}) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.next.OnDelete(obj)
-}
-
-// namespacedController is the controller a consumer may ask for: it tells whether the informer has
-// synced; running is the Manager's.
-type namespacedController struct{ i *namespacedInformer }
-
-func (c namespacedController) Run(<-chan struct{})            {}
-func (c namespacedController) RunWithContext(context.Context) {}
-func (c namespacedController) HasSynced() bool                { return c.i.HasSynced() }
-func (c namespacedController) LastSyncResourceVersion() string {
-	return c.i.LastSyncResourceVersion()
-}
-
-// namespacedIndexer is the store of an informer over several namespaces: read-only, an object
-// read from its namespace's store, lists and indexes concatenated (every namespace's store has the
-// same indexers, and an object is in one of them only).
-type namespacedIndexer struct{ i *namespacedInformer }
-
-var errReadOnly = errors.New("the store of an informer over several namespaces is read-only")
-
-func (x namespacedIndexer) Add(interface{}) error               { return errReadOnly }
-func (x namespacedIndexer) Update(interface{}) error            { return errReadOnly }
-func (x namespacedIndexer) Delete(interface{}) error            { return errReadOnly }
-func (x namespacedIndexer) Replace([]interface{}, string) error { return errReadOnly }
-func (x namespacedIndexer) Resync() error                       { return errReadOnly }
-func (x namespacedIndexer) AddIndexers(cache.Indexers) error    { return errReadOnly }
-
-// part is the store of one namespace's informer, if the namespace is one of the informer's.
-func (x namespacedIndexer) part(ns string) (cache.Indexer, bool) {
-	inf, ok := x.i.parts[ns]
-	if !ok {
-		return nil, false
-	}
-	return inf.GetIndexer(), true
-}
-
-// GetByKey reads the object from its namespace's store; an object of another namespace (or a
-// cluster-scoped key) is absent.
-func (x namespacedIndexer) GetByKey(key string) (interface{}, bool, error) {
-	ns, _, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil, false, err
-	}
-	idx, ok := x.part(ns)
-	if !ok {
-		return nil, false, nil
-	}
-	return idx.GetByKey(key)
-}
-
-func (x namespacedIndexer) Get(obj interface{}) (interface{}, bool, error) {
-	key, err := cache.MetaNamespaceKeyFunc(obj)
-	if err != nil {
-		return nil, false, err
-	}
-	return x.GetByKey(key)
-}
-
-func (x namespacedIndexer) List() []interface{} {
-	out, _ := concat(x.stores("", ""), func(idx cache.Indexer) ([]interface{}, error) { return idx.List(), nil })
-	return out
-}
-
-func (x namespacedIndexer) ListKeys() []string {
-	out, _ := concat(x.stores("", ""), func(idx cache.Indexer) ([]string, error) { return idx.ListKeys(), nil })
-	return out
-}
-
-// ByIndex reads the namespace index from that namespace's store only; other indexes from every
-// namespace's store.
-func (x namespacedIndexer) ByIndex(indexName, value string) ([]interface{}, error) {
-	return concat(x.stores(indexName, value), func(idx cache.Indexer) ([]interface{}, error) { return idx.ByIndex(indexName, value) })
-}
-
-func (x namespacedIndexer) IndexKeys(indexName, value string) ([]string, error) {
-	return concat(x.stores(indexName, value), func(idx cache.Indexer) ([]string, error) { return idx.IndexKeys(indexName, value) })
-}
-
-func (x namespacedIndexer) Index(indexName string, obj interface{}) ([]interface{}, error) {
-	return concat(x.stores("", ""), func(idx cache.Indexer) ([]interface{}, error) { return idx.Index(indexName, obj) })
-}
-
-// stores are the namespaces' stores that may hold what an index lookup asks for: the one of the
-// namespace looked up in the namespace index (none, for a namespace not watched), else all of them.
-func (x namespacedIndexer) stores(indexName, value string) []cache.Indexer {
-	if indexName == cache.NamespaceIndex {
-		if idx, ok := x.part(value); ok {
-			return []cache.Indexer{idx}
-		}
-		return nil
-	}
-	out := make([]cache.Indexer, 0, len(x.i.names))
-	for _, ns := range x.i.names {
-		out = append(out, x.i.parts[ns].GetIndexer())
-	}
-	return out
-}
-
-// concat concatenates what read returns of each store, in order; the first error stops it.
-func concat[T any](stores []cache.Indexer, read func(cache.Indexer) ([]T, error)) ([]T, error) {
-	var out []T
-	for _, idx := range stores {
-		items, err := read(idx)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, items...)
-	}
-	return out, nil
-}
-
-func (x namespacedIndexer) ListIndexFuncValues(indexName string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, idx := range x.stores("", "") {
-		for _, v := range idx.ListIndexFuncValues(indexName) {
-			if !seen[v] {
-				seen[v] = true
-				out = append(out, v)
-			}
-		}
-	}
-	return out
-}
-
-func (x namespacedIndexer) GetIndexers() cache.Indexers {
-	if len(x.i.names) == 0 {
-		return cache.Indexers{}
-	}
-	return x.i.parts[x.i.names[0]].GetIndexer().GetIndexers()
 }

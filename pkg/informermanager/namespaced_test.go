@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/problem"
 )
 
@@ -43,9 +43,9 @@ func TestNamespaceScope(t *testing.T) {
 
 // running is an upstream Manager over client, started, with a recorder as its handlers; it is
 // stopped when the test ends.
-func running(t *testing.T, client *dynamicfake.FakeDynamicClient) (*Manager, *recorder, context.Context) {
+func running(t *testing.T, client *dynamicfake.FakeDynamicClient, opts Options) (*Manager, *recorder, context.Context) {
 	rec := newRecorder()
-	m := New("upstream", client, rec, 0)
+	m := New("upstream", client, rec, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	m.Start(ctx)
 	t.Cleanup(func() { m.Stop(); cancel() })
@@ -64,24 +64,24 @@ func lists(client *dynamicfake.FakeDynamicClient, verb string, gvr schema.GroupV
 	return out
 }
 
-func keysOf(inf cache.SharedIndexInformer) []string {
-	keys := inf.GetStore().ListKeys()
-	sort.Strings(keys)
-	return keys
+func keysOf(c framework.Cache) []string {
+	return sortStrings(c.Keys(""))
 }
 
-// TestNamespacedInformer: a Spec with namespaces lists and watches each namespace and never the
-// whole resource; its consumers see one informer holding those namespaces' objects, whose store
-// reads by key and by the namespace index from the right namespace, and whose handler hears their
-// events only.
-func TestNamespacedInformer(t *testing.T) {
+// TestNamespacedCache: a Spec with namespaces lists and watches each namespace and never the whole
+// resource; its consumers see one cache holding those namespaces' objects, which reads by name and
+// by namespace from the right namespace, and whose handler hears their events only.
+func TestNamespacedCache(t *testing.T) {
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(), map[schema.GroupVersionResource]string{cms: "ConfigMapList"},
 		cm("a", "x"), cm("b", "y"), cm("b", "z"), cm("c", "other"))
-	m, rec, ctx := running(t, client)
+	m, rec, ctx := running(t, client, Options{})
 	m.Set(map[schema.GroupVersionResource]Spec{cms: {Namespaces: NamespaceScope([]string{"b", "a"})}})
-	var inf cache.SharedIndexInformer
-	waitFor(t, "sync", func() bool { var ok bool; inf, ok = m.Synced(cms); return ok })
-	waitFor(t, "the handler to hear the initial objects", func() bool { n, s := rec.counts(cms); return n == 3 && s == 1 })
+	var c framework.Cache
+	waitFor(t, "sync", func() bool { var ok bool; c, ok = synced(m, cms); return ok })
+	waitFor(t, "the handler to hear the initial objects", func() bool { n, _ := rec.counts(cms); return n == 3 })
+	if diff := cmp.Diff([]string{"a", "b"}, rec.namespacesTold(cms)); diff != "" {
+		t.Errorf("namespaces the handlers were told listed (-want +got):\n%s", diff)
+	}
 
 	for _, verb := range []string{"list", "watch"} {
 		got := lists(client, verb, cms)
@@ -90,34 +90,25 @@ func TestNamespacedInformer(t *testing.T) {
 			t.Errorf("%s requests by namespace (-want +got):\n%s", verb, diff)
 		}
 	}
-	if diff := cmp.Diff([]string{"a/x", "b/y", "b/z"}, keysOf(inf)); diff != "" {
-		t.Errorf("store keys (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]string{"a/x", "b/y", "b/z"}, keysOf(c)); diff != "" {
+		t.Errorf("keys (-want +got):\n%s", diff)
 	}
-	if n := len(inf.GetStore().List()); n != 3 {
+	if n := len(c.List("")); n != 3 {
 		t.Errorf("List: %d objects, want 3", n)
 	}
-	for key, want := range map[string]bool{"a/x": true, "b/z": true, "c/other": false, "a/y": false, "cluster-scoped": false} {
-		if _, exists, err := inf.GetIndexer().GetByKey(key); err != nil || exists != want {
-			t.Errorf("GetByKey(%q) = %v, %v; want %v", key, exists, err, want)
+	for key, want := range map[[2]string]bool{{"a", "x"}: true, {"b", "z"}: true, {"c", "other"}: false, {"a", "y"}: false, {"", "cluster-scoped"}: false} {
+		if obj, err := c.Get(key[0], key[1]); err != nil || (obj != nil) != want {
+			t.Errorf("Get(%q) = %v, %v; want present %v", key, obj, err, want)
 		}
 	}
-	if _, exists, _ := inf.GetStore().Get(cm("b", "y")); !exists {
-		t.Error("Get of b/y: absent")
+	if keys := sortStrings(c.Keys("b")); !cmp.Equal(keys, []string{"b/y", "b/z"}) {
+		t.Errorf("Keys(b) = %v", keys)
 	}
-	if keys, err := inf.GetIndexer().IndexKeys(cache.NamespaceIndex, "b"); err != nil || !cmp.Equal(sortStrings(keys), []string{"b/y", "b/z"}) {
-		t.Errorf("IndexKeys(namespace, b) = %v, %v", keys, err)
+	if objs := c.List("c"); len(objs) != 0 {
+		t.Errorf("List(c) = %v; want nothing", objs)
 	}
-	if objs, err := inf.GetIndexer().ByIndex(cache.NamespaceIndex, "c"); err != nil || len(objs) != 0 {
-		t.Errorf("ByIndex(namespace, c) = %v, %v; want nothing", objs, err)
-	}
-	if vals := sortStrings(inf.GetIndexer().ListIndexFuncValues(cache.NamespaceIndex)); !cmp.Equal(vals, []string{"a", "b"}) {
-		t.Errorf("ListIndexFuncValues(namespace) = %v", vals)
-	}
-	if err := inf.GetStore().Add(cm("a", "written")); err == nil {
-		t.Error("the merged store accepted a write")
-	}
-	if err := inf.SetTransform(nil); err == nil {
-		t.Error("the merged informer accepted a transform")
+	if !c.Synced("c") {
+		t.Error("a namespace not watched is not listed: nothing of it is selected, and nothing holds it up")
 	}
 
 	// Events of the listed namespaces only.
@@ -128,19 +119,20 @@ func TestNamespacedInformer(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the event of a/new", func() bool { n, _ := rec.counts(cms); return n == 4 })
-	waitFor(t, "a/new in the store", func() bool { _, ok, _ := inf.GetIndexer().GetByKey("a/new"); return ok })
-	if _, ok, _ := inf.GetIndexer().GetByKey("c/new"); ok {
-		t.Error("an object of an unlisted namespace is in the store")
+	waitFor(t, "a/new in the cache", func() bool { obj, _ := c.Get("a", "new"); return obj != nil })
+	if obj, _ := c.Get("c", "new"); obj != nil {
+		t.Error("an object of an unlisted namespace is in the cache")
 	}
 	if n, _ := rec.counts(cms); n != 4 {
 		t.Errorf("%d add events, want 4 (none from namespace c)", n)
 	}
 }
 
-// TestNamespacedInformerSyncsWithEveryNamespace: the merged informer has not synced while one
-// namespace's list is refused, and that refusal is a problem naming the namespace; once the list
-// succeeds it syncs and the problem goes.
-func TestNamespacedInformerSyncsWithEveryNamespace(t *testing.T) {
+// TestNamespaceListedLateHoldsUpNoOther: while one namespace's list is refused, the other
+// namespaces are listed and their objects usable (the handlers are told of them), the refusal is a
+// problem naming the namespace, and the cache as a whole has not synced; once the list succeeds
+// the namespace is listed, the handlers are told, and the problem goes.
+func TestNamespaceListedLateHoldsUpNoOther(t *testing.T) {
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(), map[schema.GroupVersionResource]string{cms: "ConfigMapList"},
 		cm("a", "x"), cm("b", "y"))
 	var mu sync.Mutex
@@ -153,94 +145,124 @@ func TestNamespacedInformerSyncsWithEveryNamespace(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	m, rec, _ := running(t, client)
+	m, rec, _ := running(t, client, Options{})
 	m.Set(map[schema.GroupVersionResource]Spec{cms: {Namespaces: "a,b"}})
 	waitFor(t, "the refusal in b as a problem", func() bool {
 		ps := m.Problems()
 		return len(ps) == 1 && ps[0].Kind == problem.AccessDenied && strings.Contains(ps[0].Reason, "in namespace b") && strings.Contains(ps[0].Reason, "forbidden")
 	})
-	waitFor(t, "a's object in the store", func() bool {
-		inf, _ := m.Informer(cms)
-		_, ok, _ := inf.GetIndexer().GetByKey("a/x")
-		return ok
+	waitFor(t, "a listed, and the handlers told", func() bool {
+		c, ok := framework.SyncedCache(m, cms, "a")
+		obj, _ := c.Get("a", "x")
+		return ok && obj != nil && cmp.Equal(rec.namespacesTold(cms), []string{"a"})
 	})
-	if _, ok := m.Synced(cms); ok {
-		t.Fatal("synced while namespace b is not listed")
+	if _, ok := framework.SyncedCache(m, cms, "b"); ok {
+		t.Fatal("namespace b counts as listed while its list is refused")
 	}
-	if _, s := rec.counts(cms); s != 0 {
-		t.Fatal("the handlers were told synced while namespace b is not listed")
+	if _, ok := synced(m, cms); ok {
+		t.Fatal("the whole cache counts as synced while namespace b is not listed")
 	}
 	mu.Lock()
 	refuse = false
 	mu.Unlock()
-	waitFor(t, "sync once b is listed", func() bool { _, ok := m.Synced(cms); return ok && len(m.Problems()) == 0 })
-	waitFor(t, "the handlers told synced", func() bool { _, s := rec.counts(cms); return s == 1 })
+	waitFor(t, "sync once b is listed", func() bool { _, ok := synced(m, cms); return ok && len(m.Problems()) == 0 })
+	waitFor(t, "the handlers told of b", func() bool { return cmp.Equal(rec.namespacesTold(cms), []string{"a", "b"}) })
 }
 
 // TestNamespaceScopeChange: a namespace added to the scope is listed and watched, those that stay
 // are not listed again (their caches are kept), a namespace removed stops being watched and leaves
-// the store; the consumers get a new informer each time, told synced again. A changed label
-// selector lists everything again. Nothing is left running afterwards.
+// the cache; the consumers get a new cache each time. A changed label selector lists everything
+// again. Nothing is left running afterwards.
 func TestNamespaceScopeChange(t *testing.T) {
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(), map[schema.GroupVersionResource]string{cms: "ConfigMapList"},
 		cm("a", "x"), cm("b", "y"), cm("c", "z"))
 	baseline := runtime.NumGoroutine()
-	m, rec, _ := running(t, client)
+	m, rec, _ := running(t, client, Options{})
 
 	m.Set(map[schema.GroupVersionResource]Spec{cms: {Namespaces: "a"}})
 	waitFor(t, "first sync", func() bool { _, s := rec.counts(cms); return s == 1 })
-	first, _ := m.Informer(cms)
+	first, _ := m.Cache(cms)
+	aPart := m.informers[cms].parts["a"].informer
 
 	m.Set(map[schema.GroupVersionResource]Spec{cms: {Namespaces: "a,b"}})
-	waitFor(t, "sync with b", func() bool { _, s := rec.counts(cms); return s == 2 })
-	second, _ := m.Synced(cms)
+	var second framework.Cache
+	waitFor(t, "sync with b", func() bool { var ok bool; second, ok = synced(m, cms); return ok })
 	if second == first {
-		t.Error("the consumers were given the same informer after the scope changed")
+		t.Error("the consumers were given the same cache after the scope changed")
 	}
 	if diff := cmp.Diff([]string{"a/x", "b/y"}, keysOf(second)); diff != "" {
-		t.Errorf("store after adding b (-want +got):\n%s", diff)
+		t.Errorf("cache after adding b (-want +got):\n%s", diff)
 	}
 	if got := lists(client, "list", cms); !cmp.Equal(got, []string{"a", "b"}) {
 		t.Errorf("lists after adding b: %q, want a once and b once (a's cache kept)", got)
 	}
-	if !first.HasSynced() {
-		t.Error("the handed-over namespace's informer was stopped")
+	if m.informers[cms].parts["a"].informer != aPart {
+		t.Error("the namespace that stays was not handed over")
 	}
 
 	// Removing a: b stays, a's informer stops.
 	m.Set(map[schema.GroupVersionResource]Spec{cms: {Namespaces: "b"}})
-	waitFor(t, "sync without a", func() bool { _, s := rec.counts(cms); return s == 3 })
-	third, _ := m.Synced(cms)
+	var third framework.Cache
+	waitFor(t, "sync without a", func() bool { var ok bool; third, ok = synced(m, cms); return ok })
 	if diff := cmp.Diff([]string{"b/y"}, keysOf(third)); diff != "" {
-		t.Errorf("store after removing a (-want +got):\n%s", diff)
+		t.Errorf("cache after removing a (-want +got):\n%s", diff)
 	}
 	if got := lists(client, "list", cms); !cmp.Equal(got, []string{"a", "b"}) {
 		t.Errorf("lists after removing a: %q, want no new list", got)
 	}
-	waitFor(t, "a's informer to stop", func() bool { return first.IsStopped() })
-	// Each informer's handler is given what its namespaces hold: a/x to the first and the second,
-	// b/y to the second and the third.
-	if events, _ := rec.counts(cms); events != 4 {
-		t.Errorf("%d add events, want 4", events)
-	}
+	waitFor(t, "a's informer to stop", func() bool { aPart.mu.Lock(); defer aPart.mu.Unlock(); return aPart.stopped })
 
 	// A changed label selector lists again.
 	m.Set(map[schema.GroupVersionResource]Spec{cms: {Namespaces: "b", LabelSelector: "k=v"}})
-	waitFor(t, "sync with the label selector", func() bool { _, s := rec.counts(cms); return s == 4 })
+	waitFor(t, "b listed again", func() bool { return len(lists(client, "list", cms)) == 3 })
 	if got := lists(client, "list", cms); !cmp.Equal(got, []string{"a", "b", "b"}) {
 		t.Errorf("lists after changing the label selector: %q, want b listed again", got)
 	}
 
 	// Cluster-wide and back.
 	m.Set(map[schema.GroupVersionResource]Spec{cms: {}})
-	waitFor(t, "cluster-wide sync", func() bool { _, s := rec.counts(cms); return s == 5 })
-	if inf, _ := m.Synced(cms); len(inf.GetStore().List()) != 3 {
-		t.Errorf("cluster-wide: %v", keysOf(inf))
-	}
+	waitFor(t, "cluster-wide sync", func() bool { c, ok := synced(m, cms); return ok && len(c.List("")) == 3 })
 	m.Set(map[schema.GroupVersionResource]Spec{cms: {Namespaces: "c"}})
-	waitFor(t, "sync in c", func() bool { _, s := rec.counts(cms); return s == 6 })
+	waitFor(t, "sync in c", func() bool { c, ok := synced(m, cms); return ok && len(c.List("")) == 1 })
 	m.Stop()
 	waitFor(t, "goroutines to exit", func() bool { return runtime.NumGoroutine() <= baseline })
+}
+
+// TestManyNamespacesWatchedWhole: past MaxNamespaces namespaces, a resource the syncer may list
+// cluster-wide is listed and watched once, cluster-wide, keeping only the objects of its namespaces;
+// one it may not is watched namespace by namespace, at most ListingNamespaces listing at once.
+func TestManyNamespacesWatchedWhole(t *testing.T) {
+	objs := []kruntime.Object{cm("n0", "x"), cm("n1", "y"), cm("other", "z")}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(), map[schema.GroupVersionResource]string{cms: "ConfigMapList", sec: "SecretList"}, objs...)
+	m, _, ctx := running(t, client, Options{MaxNamespaces: 2, ListingNamespaces: 2, ClusterWide: func(gvr schema.GroupVersionResource) bool { return gvr == cms }})
+	var names []string
+	for i := 0; i < 10; i++ {
+		names = append(names, "n"+string(rune('0'+i)))
+	}
+	scope := NamespaceScope(names)
+	m.Set(map[schema.GroupVersionResource]Spec{cms: {Namespaces: scope}, sec: {Namespaces: scope}})
+	var c framework.Cache
+	waitFor(t, "sync", func() bool { var ok bool; c, ok = synced(m, cms); return ok })
+	if got := lists(client, "list", cms); !cmp.Equal(got, []string{""}) {
+		t.Errorf("lists of configmaps: %q, want one cluster-wide", got)
+	}
+	if diff := cmp.Diff([]string{"n0/x", "n1/y"}, keysOf(c)); diff != "" {
+		t.Errorf("keys (-want +got):\n%s", diff)
+	}
+	if _, err := client.Resource(cms).Namespace("other").Create(ctx, cm("other", "later"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Resource(cms).Namespace("n5").Create(ctx, cm("n5", "later"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "n5/later in the cache", func() bool { obj, _ := c.Get("n5", "later"); return obj != nil })
+	if obj, _ := c.Get("other", "later"); obj != nil || len(c.List("")) != 3 {
+		t.Errorf("an object of a namespace not selected is in the cache: %v", keysOf(c))
+	}
+	waitFor(t, "the secrets of every namespace listed, one by one", func() bool { _, ok := synced(m, sec); return ok })
+	if got := lists(client, "list", sec); len(got) != 10 {
+		t.Errorf("lists of secrets: %q, want one per namespace", got)
+	}
 }
 
 // fakeSource records the Specs it is asked for.
@@ -253,17 +275,17 @@ func (s *fakeSource) Objects(_ schema.GroupVersionResource, spec Spec) Shared {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.specs = append(s.specs, spec)
-	return fakeShare{cache.NewSharedIndexInformer(&cache.ListWatch{}, nil, 0, cache.Indexers{})}
+	return fakeShare{newInformer(informerConfig{description: "fake", health: &Health{}})}
 }
 
 func (s *fakeSource) APIs(schema.GroupVersionResource) Shared { return nil }
 
-type fakeShare struct{ inf cache.SharedIndexInformer }
+type fakeShare struct{ c framework.Cache }
 
-func (f fakeShare) Informer() cache.SharedIndexInformer { return f.inf }
-func (f fakeShare) Denied() error                       { return nil }
-func (f fakeShare) Broken() bool                        { return false }
-func (f fakeShare) Release()                            {}
+func (f fakeShare) Cache() framework.Cache { return f.c }
+func (f fakeShare) Denied() error          { return nil }
+func (f fakeShare) Broken() bool           { return false }
+func (f fakeShare) Release()               {}
 
 // TestSourceIgnoresNamespaceScope: a Manager with a Source passes no namespace scope to it (its
 // views already show each engine its own objects), and a changed scope replaces nothing.

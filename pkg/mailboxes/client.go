@@ -98,7 +98,7 @@ func (r *edgeResource) fromEdge(obj *unstructured.Unstructured, err error) (*uns
 	if err != nil || obj == nil {
 		return obj, err
 	}
-	return r.sc.toEngine(obj), nil
+	return r.sc.ToEngine(obj), nil
 }
 
 func (r *edgeResource) Create(ctx context.Context, obj *unstructured.Unstructured, opts metav1.CreateOptions, sub ...string) (*unstructured.Unstructured, error) {
@@ -144,8 +144,8 @@ func (r *edgeResource) List(ctx context.Context, opts metav1.ListOptions) (*unst
 			out = &unstructured.UnstructuredList{Object: list.Object}
 		}
 		for i := range list.Items {
-			if r.sc.matches(&list.Items[i]) {
-				out.Items = append(out.Items, *r.sc.toEngine(&list.Items[i]))
+			if r.sc.Matches(&list.Items[i]) {
+				out.Items = append(out.Items, *r.sc.ToEngine(&list.Items[i]))
 			}
 		}
 		opts.Continue = list.GetContinue()
@@ -171,10 +171,10 @@ func (r *edgeResource) Watch(ctx context.Context, opts metav1.ListOptions) (watc
 		if !ok || e.Type == watch.Error || u.GetKind() == "Status" {
 			return e, true // bookmarks, errors
 		}
-		if e.Type != watch.Bookmark && !r.sc.matches(u) {
+		if e.Type != watch.Bookmark && !r.sc.Matches(u) {
 			return e, false
 		}
-		e.Object = r.sc.toEngine(u)
+		e.Object = r.sc.ToEngine(u)
 		return e, true
 	}), nil
 }

@@ -19,13 +19,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
 	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
 
 	"github.com/kubestellar/syncer/pkg/framework"
@@ -71,11 +71,11 @@ type Controller struct {
 	mu       sync.Mutex
 	vw       *rest.Config // the virtual workspace, once known
 	client   *kcpdynamic.ClusterClientset
-	upHub    *Hub
-	downHub  *Hub
+	upHub    *informermanager.Hub
+	downHub  *informermanager.Hub
 	upDisc   *sharedDiscovery
 	downDisc *sharedDiscovery
-	bindings cache.SharedIndexInformer
+	bindings framework.Cache
 	engines  map[logicalcluster.Name]*engine
 	// marked are the workspaces with objects at the edge found at start, and the resources holding them.
 	marked   map[logicalcluster.Name]map[schema.GroupResource]schema.GroupVersionResource
@@ -108,8 +108,11 @@ func NewController(cfg Config) (*Controller, error) {
 		engines: map[logicalcluster.Name]*engine{}, marked: map[logicalcluster.Name]map[schema.GroupResource]schema.GroupVersionResource{},
 	}
 	c.downDisc = newSharedDiscovery(cfg.DownstreamDiscovery)
-	c.downHub = NewHub(syncer.Downstream, false, func(gvr schema.GroupVersionResource) Lister { return cfg.Downstream.Resource(gvr) })
-	c.downHub.onChange = c.updateGauges
+	c.downHub = informermanager.NewHub(informermanager.HubOptions{Side: syncer.Downstream,
+		Lister:   func(gvr schema.GroupVersionResource) informermanager.Lister { return cfg.Downstream.Resource(gvr) },
+		Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, WorkspaceIndex: workspaceIndexFunc},
+		// Streamed lists are keyed by namespace and name, as this store is.
+		WatchList: true, OnChange: c.updateGauges})
 	c.m.SetObjectCounter(c.countObjects)
 	c.m.SetReachabilityHook(c.reachability)
 	return c, nil
@@ -122,7 +125,14 @@ func (c *Controller) Run(ctx context.Context) error {
 	outer := ctx
 	ctx, moved := context.WithCancelCause(ctx)
 	defer moved(nil)
-	url, err := c.watchURL(ctx, moved)
+	providerClient, err := dynamic.NewForConfig(c.cfg.Provider)
+	if err != nil {
+		return fmt.Errorf("provider workspace client: %w", err)
+	}
+	provider := informermanager.New("provider", providerClient, nil, informermanager.Options{})
+	provider.Start(ctx)
+	defer provider.Stop()
+	url, err := c.watchURL(ctx, provider, moved)
 	if err != nil {
 		return stopCause(outer, ctx, err)
 	}
@@ -138,11 +148,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	// The edge's Namespaces tell which workspace namespace each mapped one comes from.
 	nsShare := c.downHub.Share(namespacesGVR, informermanager.Spec{}, wholeScope{})
 	defer nsShare.Release()
-	nsReg, err := nsShare.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	edgeNamespaces := nsShare.Cache()
+	if _, err := edgeNamespaces.AddHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { c.observeNamespace(obj) },
 		UpdateFunc: func(_, obj interface{}) { c.observeNamespace(obj) },
-	})
-	if err != nil {
+	}); err != nil {
 		return err
 	}
 	bindingsGVR, err := c.bindingsResource()
@@ -152,18 +162,21 @@ func (c *Controller) Run(ctx context.Context) error {
 	bShare := c.upHub.Share(bindingsGVR, informermanager.Spec{}, allClusters{})
 	defer bShare.Release()
 	c.mu.Lock()
-	c.bindings = bShare.Informer()
+	c.bindings = bShare.Cache()
 	c.mu.Unlock()
-	if _, err := c.bindings.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := c.bindings.AddHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { c.enqueueBinding(obj) },
 		UpdateFunc: func(_, obj interface{}) { c.enqueueBinding(obj) },
 		DeleteFunc: func(obj interface{}) { c.enqueueBinding(obj) },
 	}); err != nil {
 		return err
 	}
-	// The namespace handler has seen every edge Namespace (not only the store): the views need them.
-	if !cache.WaitForNamedCacheSync("workspaces", ctx.Done(), nsReg.HasSynced, c.bindings.HasSynced) {
+	if !cache.WaitForNamedCacheSync("workspaces", ctx.Done(), func() bool { return edgeNamespaces.Synced("") && c.bindings.Synced("") }) {
 		return ctx.Err()
+	}
+	// Every edge Namespace is known before the views need them (the handler may not have seen all yet).
+	for _, obj := range edgeNamespaces.List("") {
+		c.observeNamespace(obj)
 	}
 	if err := c.scanMarked(ctx); err != nil {
 		return err
@@ -193,17 +206,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 }
 
-// watchURL watches the APIExportEndpointSlice, and returns its virtual workspace URL once it shows
-// one. The watch goes on: a later, different URL (the export moved) cancels moved, for Run to return
-// an error and the process to start again against the new one.
-func (c *Controller) watchURL(ctx context.Context, moved context.CancelCauseFunc) (string, error) {
+// watchURL watches the APIExportEndpointSlice (with provider, whose Stop ends the watch), and returns
+// its virtual workspace URL once it shows one. The watch goes on: a later, different URL (the export
+// moved) cancels moved, for Run to return an error and the process to start again against the new one.
+func (c *Controller) watchURL(ctx context.Context, provider *informermanager.Manager, moved context.CancelCauseFunc) (string, error) {
 	logger := klog.FromContext(ctx)
-	provider, err := dynamic.NewForConfig(c.cfg.Provider)
-	if err != nil {
-		return "", fmt.Errorf("provider workspace client: %w", err)
-	}
-	inf := dynamicinformer.NewFilteredDynamicInformer(provider, EndpointSliceGVR, metav1.NamespaceAll, 0, cache.Indexers{},
-		func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + c.cfg.EndpointSlice }).Informer()
 	found := make(chan string, 1)
 	var mu sync.Mutex
 	url, last := "", ""
@@ -227,24 +234,25 @@ func (c *Controller) watchURL(ctx context.Context, moved context.CancelCauseFunc
 			moved(fmt.Errorf("the APIExport's virtual workspace moved from %s to %s; starting again", url, now))
 		}
 	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: see, UpdateFunc: func(_, obj interface{}) { see(obj) }}); err != nil {
+	slices, err := provider.Watch(EndpointSliceGVR, informermanager.Configs, informermanager.Spec{FieldSelector: "metadata.name=" + c.cfg.EndpointSlice},
+		cache.ResourceEventHandlerFuncs{AddFunc: see, UpdateFunc: func(_, obj interface{}) { see(obj) }})
+	if err != nil {
 		return "", err
 	}
-	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-		mu.Lock()
-		if why := err.Error(); why != last {
+	refused := ""
+	for !slices.Synced("") {
+		if err := slices.Denied(); err != nil && err.Error() != refused {
 			logger.Error(err, "Cannot watch the APIExportEndpointSlice in the workspace of --from-kubeconfig (is it a kcp workspace, and may the syncer read apiexportendpointslices?)",
 				"endpointSlice", c.cfg.EndpointSlice)
-			last = why
+			refused = err.Error()
 		}
-		mu.Unlock()
-		cache.DefaultWatchErrorHandler(ctx, r, err)
-	})
-	go inf.Run(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return "", ctx.Err()
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	if len(inf.GetStore().List()) == 0 {
+	if len(slices.List("")) == 0 {
 		logger.Error(nil, "The APIExportEndpointSlice does not exist (yet) in the workspace of --from-kubeconfig; waiting for it", "endpointSlice", c.cfg.EndpointSlice)
 	}
 	select {
@@ -301,8 +309,16 @@ func (c *Controller) connect(url string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.vw, c.client, c.upDisc = vw, client, newSharedDiscovery(disc)
-	c.upHub = NewHub(syncer.Upstream, true, func(gvr schema.GroupVersionResource) Lister { return client.Resource(gvr) })
-	c.upHub.onChange = c.updateGauges
+	c.upHub = informermanager.NewHub(informermanager.HubOptions{Side: syncer.Upstream,
+		Lister: func(gvr schema.GroupVersionResource) informermanager.Lister { return client.Resource(gvr) },
+		// Keyed by logical cluster, namespace and name: two workspaces have objects of one name. Lists
+		// are not streamed, as client-go's reflector would key them by namespace and name.
+		KeyFunc: kcpcache.DeletionHandlingMetaClusterNamespaceKeyFunc,
+		Indexers: cache.Indexers{
+			kcpcache.ClusterIndexName:             kcpcache.ClusterIndexFunc,
+			kcpcache.ClusterAndNamespaceIndexName: kcpcache.ClusterAndNamespaceIndexFunc,
+		},
+		OnChange: c.updateGauges})
 	return nil
 }
 
@@ -343,7 +359,7 @@ func (c *Controller) enqueueBinding(obj interface{}) {
 // only once its binding is gone: a binding that leaves phase Bound for a while (kcp rebinding after
 // an export changed) deletes nothing.
 func (c *Controller) binding(cluster logicalcluster.Name) (present, bound bool) {
-	for _, obj := range c.bindings.GetStore().List() {
+	for _, obj := range c.bindings.List("") {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok || logicalcluster.From(u) != cluster || u.GetDeletionTimestamp() != nil {
 			continue
@@ -607,7 +623,7 @@ func (c *Controller) Ready() error {
 		engines[k] = v
 	}
 	c.mu.Unlock()
-	if bindings == nil || !bindings.HasSynced() {
+	if bindings == nil || !bindings.Synced("") {
 		return fmt.Errorf("waiting for the APIExportEndpointSlice %q and the workspaces' bindings", c.cfg.EndpointSlice)
 	}
 	names := make([]string, 0, len(engines))
@@ -659,7 +675,7 @@ func (c *Controller) updateGauges() {
 			syncing++
 		}
 	}
-	hubs := map[string]*Hub{syncer.Upstream: c.upHub, syncer.Downstream: c.downHub}
+	hubs := map[string]*informermanager.Hub{syncer.Upstream: c.upHub, syncer.Downstream: c.downHub}
 	c.mu.Unlock()
 	c.m.Workspaces.WithLabelValues(metrics.WorkspaceSyncing).Set(float64(syncing))
 	c.m.Workspaces.WithLabelValues(metrics.WorkspaceDraining).Set(float64(draining))
@@ -675,7 +691,7 @@ func (c *Controller) updateGauges() {
 
 // upSource gives a workspace's engine its shares of the upstream hub.
 type upSource struct {
-	hub     *Hub
+	hub     *informermanager.Hub
 	cluster logicalcluster.Name
 }
 
@@ -689,7 +705,7 @@ func (s upSource) APIs(gvr schema.GroupVersionResource) informermanager.Shared {
 
 // downSource gives a workspace's engine its shares of the edge hub.
 type downSource struct {
-	hub        *Hub
+	hub        *informermanager.Hub
 	cluster    string
 	namespaces *Namespaces
 }
@@ -706,14 +722,14 @@ func (s downSource) APIs(gvr schema.GroupVersionResource) informermanager.Shared
 // bindings of every workspace).
 type allClusters struct{}
 
-func (allClusters) matches(*unstructured.Unstructured) bool { return true }
+func (allClusters) Matches(*unstructured.Unstructured) bool { return true }
 
-func (allClusters) toEngine(obj *unstructured.Unstructured) *unstructured.Unstructured { return obj }
+func (allClusters) ToEngine(obj *unstructured.Unstructured) *unstructured.Unstructured { return obj }
 
-func (allClusters) storeKey(namespace, name string) string {
-	return wholeScope{}.storeKey(namespace, name)
+func (allClusters) StoreKey(namespace, name string) string {
+	return wholeScope{}.StoreKey(namespace, name)
 }
 
-func (allClusters) candidates(idx cache.Indexer, _ bool, _ string) ([]interface{}, error) {
+func (allClusters) Candidates(idx cache.Indexer, _ bool, _ string) ([]interface{}, error) {
 	return idx.List(), nil
 }

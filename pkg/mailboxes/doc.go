@@ -3,11 +3,12 @@
 // with kcp-dev/client-go's cluster-aware clients.
 //
 // The Controller watches the workspaces' APIBindings there and runs one engine (pkg/syncer) per
-// bound workspace. The engines run no informers of their own: two Hubs, one per side, run one list
-// and one watch per resource (and label selector) for every workspace, and each engine reads its
-// workspace's part through views (informermanager.Source): upstream the objects of its logical
-// cluster (kcp.io/cluster), at the edge the objects it wrote (mark mapping.ClusterAnnotation) and the
-// edge's own objects in the namespaces mapped from the workspace.
+// bound workspace. The engines run no informers of their own: two informermanager.Hubs, one per side,
+// run one list and one watch per resource (and label selector) for every workspace, and each engine
+// reads its workspace's part through views (informermanager.Source); this package's Scopes say what
+// a workspace's part is: upstream the objects of its logical cluster (kcp.io/cluster), at the edge the
+// objects it wrote (mark mapping.ClusterAnnotation) and the edge's own objects in the namespaces
+// mapped from the workspace.
 //
 // Isolation at the edge: namespace ns of workspace C lands in mapping.WorkspaceNamespace(C, ns); the
 // engine keeps naming objects by their upstream namespaces, and its edge client and views translate

@@ -2,18 +2,24 @@ package mailboxes
 
 import (
 	"context"
+	"sync"
 	"testing"
+	"time"
 
+	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
 	"github.com/kcp-dev/logicalcluster/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	discoveryfake "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/mapping"
 )
@@ -30,50 +36,79 @@ func configMap(cluster, ns, name, data string) *unstructured.Unstructured {
 	return u
 }
 
-// An upstream hub informer holds two workspaces' objects of the same namespace and name; each view
-// shows its own only, by key, in lists, in the namespace index and in events.
-func TestUpstreamViewsKeepWorkspacesApart(t *testing.T) {
-	hub := NewHub("upstream", true, func(schema.GroupVersionResource) Lister { return nil })
-	e := hub.newEntry(hubKey{gvr: configMapsGVR})
-	idx := e.informer.GetIndexer()
-	for _, obj := range []*unstructured.Unstructured{
-		configMap("c1", "shop", "app", "c1"), configMap("c2", "shop", "app", "c2"), configMap("c2", "other", "x", "c2"),
-	} {
-		if err := idx.Add(obj); err != nil {
-			t.Fatal(err)
-		}
+// staticLister lists fixed objects and watches nothing.
+type staticLister struct{ items []*unstructured.Unstructured }
+
+func (l staticLister) List(context.Context, metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	out := &unstructured.UnstructuredList{}
+	out.SetResourceVersion("1")
+	for _, u := range l.items {
+		out.Items = append(out.Items, *u.DeepCopy())
 	}
+	return out, nil
+}
+
+func (l staticLister) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return watch.NewFake(), nil
+}
+
+// hubCache runs a hub of one side over lister and returns scope's view of its informer of
+// configmaps, once it has listed.
+func hubCache(t *testing.T, opts informermanager.HubOptions, scope informermanager.Scope) framework.Cache {
+	t.Helper()
+	hub := informermanager.NewHub(opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	hub.Start(ctx)
+	t.Cleanup(func() { cancel(); hub.Stop() })
+	sh := hub.Share(configMapsGVR, informermanager.Spec{}, scope)
+	t.Cleanup(sh.Release)
+	c := sh.Cache()
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) { return c.Synced(""), nil }); err != nil {
+		t.Fatal("the hub's informer did not list")
+	}
+	return c
+}
+
+// An upstream hub informer holds two workspaces' objects of the same namespace and name; each view
+// shows its own only, by name, in lists, by namespace and in events.
+func TestUpstreamViewsKeepWorkspacesApart(t *testing.T) {
+	objs := []*unstructured.Unstructured{configMap("c1", "shop", "app", "c1"), configMap("c2", "shop", "app", "c2"), configMap("c2", "other", "x", "c2")}
+	opts := informermanager.HubOptions{Side: "upstream", Lister: func(schema.GroupVersionResource) informermanager.Lister { return staticLister{objs} },
+		KeyFunc: kcpcache.DeletionHandlingMetaClusterNamespaceKeyFunc,
+		Indexers: cache.Indexers{kcpcache.ClusterIndexName: kcpcache.ClusterIndexFunc,
+			kcpcache.ClusterAndNamespaceIndexName: kcpcache.ClusterAndNamespaceIndexFunc}}
 	for _, c := range []string{"c1", "c2"} {
-		v := newView(e.informer, upScope{logicalcluster.Name(c)})
-		obj, ok, err := v.GetIndexer().GetByKey("shop/app")
-		if err != nil || !ok {
+		v := hubCache(t, opts, upScope{logicalcluster.Name(c)})
+		obj, err := v.Get("shop", "app")
+		if err != nil || obj == nil {
 			t.Fatalf("%s: shop/app not found: %v", c, err)
 		}
 		if got, _, _ := unstructured.NestedString(obj.(*unstructured.Unstructured).Object, "data", "from"); got != c {
 			t.Errorf("%s: shop/app is %s's", c, got)
 		}
-		keys, err := v.GetIndexer().IndexKeys(cache.NamespaceIndex, "shop")
-		if err != nil || len(keys) != 1 || keys[0] != "shop/app" {
-			t.Errorf("%s: namespace shop holds %v (%v), want [shop/app]", c, keys, err)
+		if keys := v.Keys("shop"); len(keys) != 1 || keys[0] != "shop/app" {
+			t.Errorf("%s: namespace shop holds %v, want [shop/app]", c, keys)
+		}
+		var mu sync.Mutex
+		heard := 0
+		if _, err := v.AddHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(interface{}) {
+			mu.Lock()
+			heard++
+			mu.Unlock()
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]int{"c1": 1, "c2": 2}[c]
+		if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true,
+			func(context.Context) (bool, error) { mu.Lock(); defer mu.Unlock(); return heard == want, nil }); err != nil {
+			t.Errorf("%s's handler heard %d objects, want its %d", c, heard, want)
 		}
 	}
-	if n := len(newView(e.informer, upScope{"c2"}).GetStore().List()); n != 2 {
+	if n := len(hubCache(t, opts, upScope{"c2"}).List("")); n != 2 {
 		t.Errorf("c2's view lists %d objects, want 2", n)
 	}
-	if _, ok, _ := newView(e.informer, upScope{"c1"}).GetIndexer().GetByKey("other/x"); ok {
+	if obj, _ := hubCache(t, opts, upScope{"c1"}).Get("other", "x"); obj != nil {
 		t.Error("c1's view shows c2's other/x")
-	}
-
-	var got []string
-	h := scopedHandler{sc: upScope{"c1"}, next: cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { got = append(got, "add "+obj.(*unstructured.Unstructured).GetName()) },
-		DeleteFunc: func(obj interface{}) { got = append(got, "delete") },
-	}}
-	h.OnAdd(configMap("c2", "shop", "app", "c2"), false)
-	h.OnAdd(configMap("c1", "shop", "app", "c1"), false)
-	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "c2|shop/app", Obj: configMap("c2", "shop", "app", "c2")})
-	if len(got) != 1 || got[0] != "add app" {
-		t.Errorf("c1's handler heard %v, want only its own add", got)
 	}
 }
 
@@ -118,22 +153,18 @@ func TestEdgeClientAndViews(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	hub := NewHub("downstream", false, func(gvr schema.GroupVersionResource) Lister { return edge.Resource(gvr) })
-	e := hub.newEntry(hubKey{gvr: configMapsGVR, spec: informermanager.Spec{}})
-	list, _ := edge.Resource(configMapsGVR).List(ctx, metav1.ListOptions{})
-	for i := range list.Items {
-		_ = e.informer.GetIndexer().Add(&list.Items[i])
-	}
-	v1 := newView(e.informer, downScope{cluster: "c1", namespaces: namespaces})
-	keys := v1.GetStore().ListKeys()
+	opts := informermanager.HubOptions{Side: "downstream", Lister: func(gvr schema.GroupVersionResource) informermanager.Lister { return edge.Resource(gvr) },
+		Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, WorkspaceIndex: workspaceIndexFunc}}
+	v1 := hubCache(t, opts, downScope{cluster: "c1", namespaces: namespaces})
+	keys := v1.Keys("")
 	if len(keys) != 2 || !contains(keys, "shop/app") || !contains(keys, "shop/local") {
 		t.Errorf("c1's view keys %v, want shop/app and shop/local", keys)
 	}
-	obj, ok, _ := v1.GetIndexer().GetByKey("shop/app")
-	if !ok || !mapping.OwnedDownstream(obj.(*unstructured.Unstructured)) {
-		t.Errorf("c1's view: shop/app %v, owned %v", ok, ok && mapping.OwnedDownstream(obj.(*unstructured.Unstructured)))
+	obj, _ := v1.Get("shop", "app")
+	if obj == nil || !mapping.OwnedDownstream(obj.(*unstructured.Unstructured)) {
+		t.Errorf("c1's view: shop/app %v", obj)
 	}
-	if got := newView(e.informer, downScope{cluster: "c2", namespaces: namespaces}).GetStore().ListKeys(); len(got) != 0 {
+	if got := hubCache(t, opts, downScope{cluster: "c2", namespaces: namespaces}).Keys(""); len(got) != 0 {
 		t.Errorf("c2's view shows %v", got)
 	}
 	// After a restart the map of namespaces is learnt from the edge's Namespaces.

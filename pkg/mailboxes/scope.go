@@ -16,17 +16,17 @@ import (
 // (annotation kcp.io/cluster), as they are.
 type upScope struct{ cluster logicalcluster.Name }
 
-func (s upScope) matches(obj *unstructured.Unstructured) bool {
+func (s upScope) Matches(obj *unstructured.Unstructured) bool {
 	return logicalcluster.From(obj) == s.cluster
 }
 
-func (s upScope) toEngine(obj *unstructured.Unstructured) *unstructured.Unstructured { return obj }
+func (s upScope) ToEngine(obj *unstructured.Unstructured) *unstructured.Unstructured { return obj }
 
-func (s upScope) storeKey(namespace, name string) string {
+func (s upScope) StoreKey(namespace, name string) string {
 	return kcpcache.ToClusterAwareKey(s.cluster.String(), namespace, name)
 }
 
-func (s upScope) candidates(idx cache.Indexer, inNamespace bool, ns string) ([]interface{}, error) {
+func (s upScope) Candidates(idx cache.Indexer, inNamespace bool, ns string) ([]interface{}, error) {
 	if inNamespace {
 		return idx.ByIndex(kcpcache.ClusterAndNamespaceIndexName, kcpcache.ClusterAndNamespaceIndexKey(s.cluster, ns))
 	}
@@ -36,18 +36,18 @@ func (s upScope) candidates(idx cache.Indexer, inNamespace bool, ns string) ([]i
 // wholeScope sees every object of an informer as it is (the edge's CRDs, which concern every workspace).
 type wholeScope struct{}
 
-func (wholeScope) matches(*unstructured.Unstructured) bool { return true }
+func (wholeScope) Matches(*unstructured.Unstructured) bool { return true }
 
-func (wholeScope) toEngine(obj *unstructured.Unstructured) *unstructured.Unstructured { return obj }
+func (wholeScope) ToEngine(obj *unstructured.Unstructured) *unstructured.Unstructured { return obj }
 
-func (wholeScope) storeKey(namespace, name string) string {
+func (wholeScope) StoreKey(namespace, name string) string {
 	if namespace == "" {
 		return name
 	}
 	return namespace + "/" + name
 }
 
-func (wholeScope) candidates(idx cache.Indexer, inNamespace bool, ns string) ([]interface{}, error) {
+func (wholeScope) Candidates(idx cache.Indexer, inNamespace bool, ns string) ([]interface{}, error) {
 	if inNamespace {
 		return idx.ByIndex(cache.NamespaceIndex, ns)
 	}
@@ -141,7 +141,7 @@ type downScope struct {
 	isNS       bool // the informer is of Namespaces: their names map
 }
 
-func (s downScope) matches(obj *unstructured.Unstructured) bool {
+func (s downScope) Matches(obj *unstructured.Unstructured) bool {
 	if c := mapping.ClusterOf(obj); c != "" {
 		return c == s.cluster
 	}
@@ -163,7 +163,7 @@ func (s downScope) upstreamNamespace(edge string) string {
 	return edge
 }
 
-func (s downScope) toEngine(obj *unstructured.Unstructured) *unstructured.Unstructured {
+func (s downScope) ToEngine(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	switch {
 	case s.isNS:
 		up := obj.GetAnnotations()[mapping.UpstreamNamespaceAnnotation]
@@ -181,7 +181,7 @@ func (s downScope) toEngine(obj *unstructured.Unstructured) *unstructured.Unstru
 	return obj
 }
 
-func (s downScope) storeKey(namespace, name string) string {
+func (s downScope) StoreKey(namespace, name string) string {
 	switch {
 	case s.isNS:
 		return s.namespaces.ToEdge(s.cluster, name)
@@ -191,9 +191,9 @@ func (s downScope) storeKey(namespace, name string) string {
 	return name
 }
 
-// candidates are, without a namespace, the objects marked for the workspace (WorkspaceIndex) and the
+// Candidates are, without a namespace, the objects marked for the workspace (WorkspaceIndex) and the
 // edge's own ones in the namespaces mapped from it: not every object at the edge.
-func (s downScope) candidates(idx cache.Indexer, inNamespace bool, ns string) ([]interface{}, error) {
+func (s downScope) Candidates(idx cache.Indexer, inNamespace bool, ns string) ([]interface{}, error) {
 	if inNamespace {
 		return idx.ByIndex(cache.NamespaceIndex, s.namespaces.ToEdge(s.cluster, ns))
 	}

@@ -66,6 +66,10 @@ type Metrics struct {
 	APIRequests *prometheus.CounterVec
 	// Writes counts writes the syncer made or attempted, by direction, resource and result.
 	Writes *prometheus.CounterVec
+	// Orphans counts the objects the audit found that the syncer should have deleted and had not
+	// (an edge copy whose upstream object is gone; an upstream copy whose edge object is gone), by
+	// direction and resource: each is processed again. It stays at 0 unless a deletion was missed.
+	Orphans *prometheus.CounterVec
 	// Workspaces counts the workspaces one syncer serves (--apiexport-endpoint-slice), by state
 	// (WorkspaceSyncing, WorkspaceDraining); no series for a single workspace.
 	Workspaces *prometheus.GaugeVec
@@ -147,6 +151,9 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "API requests sent by the syncer, by side, verb and HTTP status code."}, []string{"side", "verb", "code"}),
 		Writes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "writes_total",
 			Help: "Writes made or attempted by the syncer, by direction, resource and result."}, []string{"direction", "resource", "result"}),
+		Orphans: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "orphans_found_total",
+			Help: "Objects the audit found that the syncer should have deleted and had not, by direction and resource (each is processed again); 0 unless a deletion was missed."},
+			[]string{"direction", "resource"}),
 		Workspaces: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "workspaces",
 			Help: "Workspaces served through an APIExport's virtual workspace, by state (syncing: bound; draining: no longer bound, its edge objects being deleted)."},
 			[]string{"state"}),
@@ -202,7 +209,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			m.APIRequests.WithLabelValues(side, verb, code)
 		}
 	}
-	reg.MustRegister(m.APIRequests, m.Writes, m.Workspaces, m.InformersRunning, m.InformersSynced, m.SyncLatency, reachableCollector{m}, m.Leader,
+	reg.MustRegister(m.APIRequests, m.Writes, m.Orphans, m.Workspaces, m.InformersRunning, m.InformersSynced, m.SyncLatency, reachableCollector{m}, m.Leader,
 		m.LastHeartbeat, m.ClientRequests, m.ClientRequestLatency, m.ClientRateLimiterLatency, m.objects,
 		q.depth, q.adds, q.latency, q.workDuration, q.unfinished, q.longest, q.retries,
 		buildInfo(version.Get()))

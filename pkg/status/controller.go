@@ -146,17 +146,18 @@ func metadataEqual(a, b *unstructured.Unstructured, field string) bool {
 	return reflect.DeepEqual(va, vb)
 }
 
-// EnqueueResource enqueues every owned downstream object of a resource (after a selection change).
-func (c *Controller) EnqueueResource(gr schema.GroupResource) {
+// EnqueueResource enqueues every owned downstream object of a resource (of one namespace, or of all
+// for ""), after a selection change or a (re-)list.
+func (c *Controller) EnqueueResource(gr schema.GroupResource, namespace string) {
 	r, ok := c.cfg.Selection.Resource(gr)
 	if !ok || notReturned[gr] {
 		return
 	}
-	inf, ok := c.cfg.DownstreamInformers.Synced(r.Downstream)
+	down, ok := framework.SyncedCache(c.cfg.DownstreamInformers, r.Downstream, namespace)
 	if !ok {
 		return
 	}
-	for _, obj := range inf.GetStore().List() {
+	for _, obj := range down.List(namespace) {
 		if u := framework.MetaOf(obj); u != nil && mapping.OwnedDownstream(u) {
 			c.queue.Add(framework.Key{GVR: r.Upstream, Namespace: u.GetNamespace(), Name: r.Rename.UpName(u.GetName())})
 		}

@@ -39,6 +39,14 @@ type Config struct {
 	// DiscoveryRefreshPeriod re-reads discovery as a safety net for APIs that appear without a CRD
 	// event (aggregated APIs, kcp APIBindings); 0 disables it.
 	DiscoveryRefreshPeriod time.Duration
+	// AuditPeriod is how often the audit looks for objects the syncer should have deleted and has not
+	// (runAudit); 0 disables it.
+	AuditPeriod time.Duration
+	// MaxNamespaceInformers is how many namespaces a resource may be selected in and still be watched
+	// upstream namespace by namespace; past it, where the syncer may list and watch it cluster-wide
+	// (a SelfSubjectAccessReview says), one whole-cluster list and watch filtered to those namespaces.
+	// Zero: informermanager.DefaultMaxNamespaces.
+	MaxNamespaceInformers int
 	// ConfigSelector, if set, is a label selector: the engine reads only the SyncerConfigs and
 	// EdgeSyncConfigs it matches (and writes its heartbeat on those only).
 	ConfigSelector string

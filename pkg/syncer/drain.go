@@ -30,11 +30,11 @@ func (s *Syncer) Drained() bool {
 		return false
 	}
 	for _, gvr := range st.leftovers {
-		inf, ok := s.down.Synced(gvr)
+		c, ok := framework.SyncedCache(s.down, gvr, "")
 		if !ok {
 			return false
 		}
-		for _, obj := range inf.GetStore().List() {
+		for _, obj := range c.List("") {
 			if u := framework.MetaOf(obj); u != nil && s.deletable(u) {
 				return false
 			}

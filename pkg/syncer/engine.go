@@ -8,20 +8,14 @@ import (
 	"time"
 
 	"github.com/kcp-dev/logicalcluster/v3"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
 	"github.com/kubestellar/syncer/pkg/conditions"
@@ -61,24 +55,22 @@ type Syncer struct {
 
 	upDisc, downDisc *cachedDiscovery
 
-	configInformer cache.SharedIndexInformer
-	// edgeConfigs watches the EdgeSyncConfigs upstream once discovery shows them served (the CRD is
-	// optional): nil until then; started by the resolver goroutine.
-	edgeConfigs atomic.Pointer[cache.SharedIndexInformer]
+	// The informers whose events ask for a resolve (the triggers), run by the managers: the
+	// SyncerConfigs; the EdgeSyncConfigs once discovery shows them served (the CRD is optional: nil
+	// until then, set by the resolver goroutine); CRDs on both sides (none upstream through a Source:
+	// a virtual workspace serves no CRDs).
+	configInformer *informermanager.Watched
+	edgeConfigs    atomic.Pointer[informermanager.Watched]
 	// edgeConfigsUnlistable: the EdgeSyncConfigs cannot be listed (forbidden, or gone since
 	// discovery), so resolves go on without them rather than wait.
 	edgeConfigsUnlistable atomic.Bool
 	edgeConfigsAbsent     bool // the absence of EdgeSyncConfigs was logged (resolver goroutine)
-	// edgeConfigsShare is the EdgeSyncConfig informer's share of an UpstreamSource (resolver goroutine).
-	edgeConfigsShare informermanager.Shared
-	upCRDs           cache.SharedIndexInformer
-	downCRDs         cache.SharedIndexInformer
+	upCRDs, downCRDs      *informermanager.Watched
 	// bindings watches kcp's APIBindings upstream once discovery shows them (resolver goroutine).
 	bindings atomic.Pointer[schema.GroupVersionResource]
-	triggers sync.WaitGroup // the trigger informers' goroutines
-	// releases give back the trigger informers' shares of a Source once Run is done.
-	releasesMu sync.Mutex
-	releases   []func()
+	// clusterWide are the upstream resources the syncer may list and watch cluster-wide, as the
+	// resolver last reviewed them (for informers scoped to many namespaces).
+	clusterWide sync.Map // schema.GroupVersionResource -> bool
 	// draining: the workspace is no longer served; the engine reads no configs, so everything it
 	// wrote at the edge leaves the selection and goes (package mailboxes). drainResolved: a resolve
 	// ran since.
@@ -136,24 +128,27 @@ func New(cfg Config) (*Syncer, error) {
 	if cfg.UpstreamSource != nil {
 		s.up = informermanager.NewShared(Upstream, cfg.UpstreamSource, sideHandlers{s, false})
 	} else {
-		s.up = informermanager.New(Upstream, cfg.UpstreamDynamic, sideHandlers{s, false}, 0)
+		s.up = informermanager.New(Upstream, cfg.UpstreamDynamic, sideHandlers{s, false},
+			informermanager.Options{MaxNamespaces: cfg.MaxNamespaceInformers, ClusterWide: s.mayListClusterWide})
 	}
 	if cfg.DownstreamSource != nil {
 		s.down = informermanager.NewShared(Downstream, cfg.DownstreamSource, sideHandlers{s, true})
 	} else {
-		s.down = informermanager.New(Downstream, cfg.DownstreamDynamic, sideHandlers{s, true}, 0)
+		s.down = informermanager.New(Downstream, cfg.DownstreamDynamic, sideHandlers{s, true}, informermanager.Options{})
 	}
 	if err := s.newControllers(); err != nil {
 		return nil, err
 	}
 	if err := s.newTriggers(); err != nil {
-		s.releaseShares()
+		s.up.Stop()
+		s.down.Stop()
 		return nil, err
 	}
 	s.resolver = &resolver{
 		configs: s.configs, watchEdgeConfigs: s.watchEdgeSyncConfigs, upDisc: s.upDisc, downDisc: s.downDisc,
 		upClient: cfg.UpstreamDynamic, downClnt: cfg.DownstreamDynamic, ownedDown: cfg.DownstreamOwned, up: s.up, down: s.down,
 		ownerLabel: s.ownerLabel, fieldManager: cfg.FieldManager, publish: func(next *snapshot) { s.state.Store(next) },
+		maxNamespaces: s.maxNamespaces(), reviewClusterWide: s.reviewClusterWide,
 	}
 	if !cfg.Embedded {
 		cfg.Metrics.SetObjectCounter(s.countObjects)
@@ -238,56 +233,18 @@ func (s *Syncer) newControllers() error {
 // stale). The objects listed at start ask for nothing: Run resolves once when they are all listed.
 // EdgeSyncConfigs are watched later, once discovery shows them (watchEdgeSyncConfigs).
 func (s *Syncer) newTriggers() error {
-	s.configInformer, _ = s.configObjects(edgev1.SyncerConfigResource)
-	if s.cfg.UpstreamSource == nil {
-		s.upCRDs = apiTrigger(s.cfg.UpstreamDynamic, crdGVR)
-	}
-	if src := s.cfg.DownstreamSource; src != nil {
-		s.downCRDs = s.share(src.APIs(crdGVR))
-	} else {
-		s.downCRDs = apiTrigger(s.cfg.DownstreamDynamic, crdGVR)
-	}
-	if _, err := s.configInformer.AddEventHandler(s.trigger(false, specChanged)); err != nil {
+	var err error
+	configs := informermanager.Spec{LabelSelector: s.cfg.ConfigSelector}
+	if s.configInformer, err = s.up.Watch(edgev1.SyncerConfigResource, informermanager.Configs, configs, s.trigger(false, specChanged)); err != nil {
 		return err
 	}
-	for _, inf := range []cache.SharedIndexInformer{s.upCRDs, s.downCRDs} {
-		if inf == nil {
-			continue
-		}
-		if _, err := inf.AddEventHandler(s.trigger(true, nil)); err != nil {
+	if s.cfg.UpstreamSource == nil {
+		if s.upCRDs, err = s.up.Watch(crdGVR, informermanager.APIs, informermanager.Spec{}, s.trigger(true, nil)); err != nil {
 			return err
 		}
 	}
-	return nil
-}
-
-// configObjects is an informer of the upstream configs of a kind the engine reads (those
-// ConfigSelector matches): its own, or its share of the UpstreamSource's.
-func (s *Syncer) configObjects(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, informermanager.Shared) {
-	if src := s.cfg.UpstreamSource; src != nil {
-		sh := src.Objects(gvr, informermanager.Spec{LabelSelector: s.cfg.ConfigSelector})
-		return s.share(sh), sh
-	}
-	return dynamicinformer.NewFilteredDynamicInformer(s.cfg.UpstreamDynamic, gvr, metav1.NamespaceAll, 0, cache.Indexers{},
-		func(o *metav1.ListOptions) { o.LabelSelector = s.cfg.ConfigSelector }).Informer(), nil
-}
-
-// share remembers a share of a Source's informer, given back when Run is done, and returns its view.
-func (s *Syncer) share(sh informermanager.Shared) cache.SharedIndexInformer {
-	s.releasesMu.Lock()
-	s.releases = append(s.releases, sh.Release)
-	s.releasesMu.Unlock()
-	return sh.Informer()
-}
-
-// releaseShares gives back every trigger informer's share.
-func (s *Syncer) releaseShares() {
-	s.releasesMu.Lock()
-	defer s.releasesMu.Unlock()
-	for _, release := range s.releases {
-		release()
-	}
-	s.releases = nil
+	s.downCRDs, err = s.down.Watch(crdGVR, informermanager.APIs, informermanager.Spec{}, s.trigger(true, nil))
+	return err
 }
 
 // specChanged tells whether a config's spec may have changed: the heartbeat's status writes do not
@@ -305,15 +262,11 @@ func specChanged(oldObj, newObj interface{}) bool {
 // discovery stale, and the next resolve starts the watch. A watch once started is kept.
 func (s *Syncer) watchEdgeSyncConfigs(ctx context.Context, served bool) (listed bool) {
 	logger := klog.FromContext(ctx)
-	if p := s.edgeConfigs.Load(); p != nil {
-		if sh := s.edgeConfigsShare; sh != nil && !s.edgeConfigsUnlistable.Load() {
-			// A shared informer's watch errors are its source's: ask it whether lists are refused.
-			if err := sh.Denied(); err != nil {
-				s.edgeConfigsUnlistable.Store(true)
-				logger.Error(err, "Cannot list EdgeSyncConfigs; going on without them (may the syncer list and watch edgesyncconfigs?)")
-			}
+	if w := s.edgeConfigs.Load(); w != nil {
+		if err := w.Denied(); err != nil && !s.edgeConfigsUnlistable.Swap(true) {
+			logger.Error(err, "Cannot list EdgeSyncConfigs; going on without them (may the syncer list and watch edgesyncconfigs?)")
 		}
-		return (*p).HasSynced() || s.edgeConfigsUnlistable.Load() || s.draining.Load()
+		return w.Synced("") || s.edgeConfigsUnlistable.Load() || s.draining.Load()
 	}
 	if !served {
 		if !s.edgeConfigsAbsent {
@@ -322,25 +275,14 @@ func (s *Syncer) watchEdgeSyncConfigs(ctx context.Context, served bool) (listed 
 		}
 		return true
 	}
-	inf, sh := s.configObjects(edgev1.EdgeSyncConfigGVR)
-	s.edgeConfigsShare = sh
-	if _, err := inf.AddEventHandler(s.trigger(false, specChanged)); err != nil {
+	w, err := s.up.Watch(edgev1.EdgeSyncConfigGVR, informermanager.Configs, informermanager.Spec{LabelSelector: s.cfg.ConfigSelector},
+		s.trigger(false, specChanged))
+	if err != nil {
 		logger.Error(err, "Cannot watch EdgeSyncConfigs")
 		return true
 	}
-	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-		if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
-			if !s.edgeConfigsUnlistable.Swap(true) {
-				logger.Error(err, "Cannot list EdgeSyncConfigs; going on without them (may the syncer list and watch edgesyncconfigs?)")
-				s.resolveQueue.Add(resolveKey)
-			}
-			return
-		}
-		cache.DefaultWatchErrorHandler(ctx, r, err)
-	})
-	s.edgeConfigs.Store(&inf)
+	s.edgeConfigs.Store(w)
 	logger.Info("Watching EdgeSyncConfigs", "resource", edgev1.EdgeSyncConfigGVR.String())
-	s.triggers.Go(func() { inf.Run(ctx.Done()) })
 	return false
 }
 
@@ -369,30 +311,6 @@ func (s *Syncer) trigger(rediscover bool, changed func(oldObj, newObj interface{
 	}
 }
 
-// apiTrigger watches objects that bring APIs (CRDs; kcp's APIBindings) only to notice APIs appearing,
-// changing and going; it keeps names, generations and status conditions (and an APIBinding's phase
-// and bound resources), not schemas.
-func apiTrigger(client dynamic.Interface, gvr schema.GroupVersionResource) cache.SharedIndexInformer {
-	inf := dynamicinformer.NewFilteredDynamicInformer(client, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
-	_ = inf.SetTransform(func(obj interface{}) (interface{}, error) {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			return obj, nil
-		}
-		slim := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind()}}
-		slim.SetName(u.GetName())
-		slim.SetResourceVersion(u.GetResourceVersion())
-		slim.SetGeneration(u.GetGeneration())
-		for _, field := range []string{"conditions", "phase", "boundResources"} {
-			if v, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "status", field); ok {
-				_ = unstructured.SetNestedField(slim.Object, runtime.DeepCopyJSONValue(v), "status", field)
-			}
-		}
-		return slim, nil
-	})
-	return inf
-}
-
 // watchBindings starts watching kcp's APIBindings upstream, once discovery shows them: a binding
 // brings APIs without any CRD event, so without it a newly bound API would wait for the discovery
 // refresh period.
@@ -401,19 +319,12 @@ func (s *Syncer) watchBindings(ctx context.Context, gvr schema.GroupVersionResou
 		return
 	}
 	s.bindings.Store(&gvr)
-	var inf cache.SharedIndexInformer
-	if src := s.cfg.UpstreamSource; src != nil {
-		inf = s.share(src.APIs(gvr))
-	} else {
-		inf = apiTrigger(s.cfg.UpstreamDynamic, gvr)
-	}
-	if _, err := inf.AddEventHandler(s.trigger(true, nil)); err != nil {
+	if _, err := s.up.Watch(gvr, informermanager.APIs, informermanager.Spec{}, s.trigger(true, nil)); err != nil {
 		klog.FromContext(ctx).Error(err, "Cannot watch APIBindings")
 		return
 	}
 	klog.FromContext(ctx).Info("Upstream is a kcp workspace: watching its APIBindings for APIs that come and go",
 		"resource", gvr.String(), "logicalCluster", s.logicalCluster())
-	s.triggers.Go(func() { inf.Run(ctx.Done()) })
 }
 
 // logicalCluster is the kcp logical cluster of the upstream workspace, as its objects carry it
@@ -435,9 +346,9 @@ func (s *Syncer) configs() []*unstructured.Unstructured {
 	if s.draining.Load() {
 		return nil
 	}
-	objs := s.configInformer.GetStore().List()
-	if p := s.edgeConfigs.Load(); p != nil {
-		objs = append(objs, (*p).GetStore().List()...)
+	objs := s.configInformer.List("")
+	if w := s.edgeConfigs.Load(); w != nil {
+		objs = append(objs, w.List("")...)
 	}
 	var out []*unstructured.Unstructured
 	for _, obj := range objs {
@@ -457,13 +368,6 @@ func (s *Syncer) Run(ctx context.Context) error {
 	s.runCtx.Store(&ctx)
 	defer s.probers.Wait()
 
-	defer s.releaseShares() // after the trigger informers' goroutines below have exited
-	defer s.triggers.Wait()
-	for _, inf := range []cache.SharedIndexInformer{s.configInformer, s.upCRDs, s.downCRDs} {
-		if inf != nil {
-			s.triggers.Go(func() { inf.Run(ctx.Done()) })
-		}
-	}
 	s.up.Start(ctx)
 	s.down.Start(ctx)
 	defer s.down.Stop() // after the users of the informers below have exited
@@ -486,6 +390,9 @@ func (s *Syncer) Run(ctx context.Context) error {
 	}
 	if p := s.cfg.HeartbeatPeriod; p > 0 {
 		work.Go(func() { s.heartbeat.Run(ctx, p) })
+	}
+	if p := s.cfg.AuditPeriod; p > 0 {
+		work.Go(func() { s.runAudit(ctx, p) })
 	}
 	s.started.Store(true)
 	defer s.started.Store(false)
@@ -510,7 +417,7 @@ func (s *Syncer) refreshDiscovery(ctx context.Context, period time.Duration) {
 func (s *Syncer) waitForTriggers(ctx context.Context) bool {
 	logger := klog.FromContext(ctx)
 	synced := func(context.Context) (bool, error) {
-		return s.configInformer.HasSynced() && s.upCRDsSynced() && s.downCRDs.HasSynced(), nil
+		return s.configInformer.Synced("") && s.upCRDsSynced() && s.downCRDs.Synced(""), nil
 	}
 	for {
 		waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -522,18 +429,18 @@ func (s *Syncer) waitForTriggers(ctx context.Context) bool {
 		case ctx.Err() != nil:
 			return false
 		}
-		if !s.configInformer.HasSynced() {
+		if !s.configInformer.Synced("") {
 			logger.Error(nil, "Cannot list SyncerConfigs upstream yet; is the SyncerConfig CRD installed (manifests/crds) and may the syncer list it?",
 				"resource", edgev1.SyncerConfigResource.String())
 		}
-		if !s.upCRDsSynced() || !s.downCRDs.HasSynced() {
-			logger.Error(nil, "Cannot list CustomResourceDefinitions yet", "upstream", s.upCRDsSynced(), "downstream", s.downCRDs.HasSynced())
+		if !s.upCRDsSynced() || !s.downCRDs.Synced("") {
+			logger.Error(nil, "Cannot list CustomResourceDefinitions yet", "upstream", s.upCRDsSynced(), "downstream", s.downCRDs.Synced(""))
 		}
 	}
 }
 
 // upCRDsSynced tells whether the upstream CRDs are listed (there are none to list through a Source).
-func (s *Syncer) upCRDsSynced() bool { return s.upCRDs == nil || s.upCRDs.HasSynced() }
+func (s *Syncer) upCRDsSynced() bool { return s.upCRDs == nil || s.upCRDs.Synced("") }
 
 // runResolver resolves whenever asked, until the queue shuts down.
 func (s *Syncer) runResolver(ctx context.Context) {
@@ -582,25 +489,25 @@ func (s *Syncer) afterResolve(ctx context.Context, old, next *snapshot) {
 		klog.FromContext(ctx).Info("Selection changed", "configs", len(s.configs()), "resources", grNames(next.resources),
 			"leftovers", len(next.leftovers), "upsync", grNames(next.upsync), "upsyncLeftovers", len(next.upLeftovers))
 		for gr := range next.resources {
-			s.downsync.EnqueueResource(gr)
-			s.status.EnqueueResource(gr)
+			s.downsync.EnqueueResource(gr, "")
+			s.status.EnqueueResource(gr, "")
 		}
 		for gr := range next.leftovers {
-			s.downsync.EnqueueResource(gr)
+			s.downsync.EnqueueResource(gr, "")
 		}
 		for gr := range next.upsync {
-			s.upsync.EnqueueResource(gr)
+			s.upsync.EnqueueResource(gr, "")
 		}
 	} else {
 		for gr := range next.leftovers {
 			if _, was := old.leftovers[gr]; !was {
-				s.downsync.EnqueueResource(gr)
+				s.downsync.EnqueueResource(gr, "")
 			}
 		}
 	}
 	for gr := range next.upLeftovers {
 		if _, was := old.upLeftovers[gr]; !was {
-			s.upsync.EnqueueResource(gr)
+			s.upsync.EnqueueResource(gr, "")
 		}
 	}
 }

@@ -23,14 +23,16 @@ func (h sideHandlers) HandlerFor(gvr schema.GroupVersionResource) cache.Resource
 	return fanOut{h.s.downsync.Handler(h.downstream, gvr), h.s.status.Handler(h.downstream, gvr), h.s.upsync.Handler(h.downstream, gvr)}
 }
 
-// Synced enqueues everything of a resource once its cache has synced (keys seen before were passed
-// over), and lets the resolver look again at a leftover resource that may have emptied.
-func (h sideHandlers) Synced(gvr schema.GroupVersionResource) {
+// Synced enqueues everything of a resource (or of one namespace of it) once its cache has listed it
+// (keys seen before were passed over), and again after every re-list (decisions taken while the
+// cache was behind are taken again), and lets the resolver look again at a leftover resource that may
+// have emptied.
+func (h sideHandlers) Synced(gvr schema.GroupVersionResource, namespace string) {
 	h.s.updateInformerGauges()
 	gr := gvr.GroupResource()
-	h.s.downsync.EnqueueResource(gr)
-	h.s.status.EnqueueResource(gr)
-	h.s.upsync.EnqueueResource(gr)
+	h.s.downsync.EnqueueResource(gr, namespace)
+	h.s.status.EnqueueResource(gr, namespace)
+	h.s.upsync.EnqueueResource(gr, namespace)
 	if h.downstream {
 		h.s.leftoverMayBeEmpty(gr)
 	} else {

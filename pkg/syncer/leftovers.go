@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/mapping"
@@ -93,7 +92,7 @@ func (r *resolver) leftovers(ctx context.Context, ls leftoverSearch) (map[schema
 		if ls.selected(gr) {
 			continue
 		}
-		if inf, ok := ls.informers.Synced(gvr); ok && !holdsLabelled(inf, ls.label, r.ownerLabel) {
+		if c, ok := framework.SyncedCache(ls.informers, gvr, ""); ok && !holdsLabelled(c, ls.label, r.ownerLabel) {
 			continue // nothing of ours is left there
 		}
 		if _, served := ls.side.index.Lookup(gr, gvr.Version); !served && !ls.side.failed.Has(gr.Group) {
@@ -127,9 +126,9 @@ func scanOwned(ctx context.Context, client dynamic.Interface, idx *selection.Ind
 	return found, nil
 }
 
-// holdsLabelled tells whether an informer's cache holds an object with the label key=value.
-func holdsLabelled(inf cache.SharedIndexInformer, key, value string) bool {
-	for _, obj := range inf.GetStore().List() {
+// holdsLabelled tells whether a cache holds an object with the label key=value.
+func holdsLabelled(c framework.Cache, key, value string) bool {
+	for _, obj := range c.List("") {
 		if u := framework.MetaOf(obj); u != nil && u.GetLabels()[key] == value {
 			return true
 		}

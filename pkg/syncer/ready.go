@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/informermanager"
@@ -21,7 +20,7 @@ func (s *Syncer) Ready() error {
 		return fmt.Errorf("not started: waiting for the SyncerConfigs and CRDs to be listed")
 	}
 	for _, side := range s.sides() {
-		if running, synced := informerCounts(side.m); synced < running {
+		if running, synced := side.m.Counts(); synced < running {
 			return fmt.Errorf("%d of %d %s informers not synced yet", running-synced, running, side.name)
 		}
 		if n := side.m.Reconnecting(); n > 0 {
@@ -43,22 +42,12 @@ type namedSide struct {
 
 func (s *Syncer) sides() []namedSide { return []namedSide{{Upstream, s.up}, {Downstream, s.down}} }
 
-func informerCounts(m *informermanager.Manager) (running, synced int) {
-	for _, gvr := range m.Running() {
-		running++
-		if _, ok := m.Synced(gvr); ok {
-			synced++
-		}
-	}
-	return running, synced
-}
-
 func (s *Syncer) updateInformerGauges() {
 	if s.cfg.Embedded {
 		return // the owner of the shared informers counts them
 	}
 	for _, side := range s.sides() {
-		running, synced := informerCounts(side.m)
+		running, synced := side.m.Counts()
 		s.cfg.Metrics.InformersRunning.WithLabelValues(side.name).Set(float64(running))
 		s.cfg.Metrics.InformersSynced.WithLabelValues(side.name).Set(float64(synced))
 	}
@@ -69,23 +58,23 @@ func (s *Syncer) updateInformerGauges() {
 func (s *Syncer) countObjects(add func(direction, resource string, n int)) {
 	st := s.snapshot()
 	for gr, r := range st.resources {
-		if inf, ok := s.down.Synced(r.Downstream.GVR); ok && r.ServedDownstream() {
-			add(metrics.Downsync, gr.String(), countCached(inf, mapping.OwnedDownstream))
+		if c, ok := framework.SyncedCache(s.down, r.Downstream.GVR, ""); ok && r.ServedDownstream() {
+			add(metrics.Downsync, gr.String(), countCached(c, mapping.OwnedDownstream))
 		}
 	}
 	for gr, r := range st.upsync {
-		if inf, ok := s.up.Synced(r.Upstream.GVR); ok {
-			add(metrics.Upsync, gr.String(), countCached(inf, func(u *unstructured.Unstructured) bool {
+		if c, ok := framework.SyncedCache(s.up, r.Upstream.GVR, ""); ok {
+			add(metrics.Upsync, gr.String(), countCached(c, func(u *unstructured.Unstructured) bool {
 				return mapping.ClaimOf(u, s.ownerLabel) == mapping.UpsyncedByUs
 			}))
 		}
 	}
 }
 
-// countCached counts the objects of an informer's cache that satisfy pred.
-func countCached(inf cache.SharedIndexInformer, pred func(*unstructured.Unstructured) bool) int {
+// countCached counts the objects of a cache that satisfy pred.
+func countCached(c framework.Cache, pred func(*unstructured.Unstructured) bool) int {
 	n := 0
-	for _, obj := range inf.GetStore().List() {
+	for _, obj := range c.List("") {
 		if u := framework.MetaOf(obj); u != nil && pred(u) {
 			n++
 		}
@@ -103,9 +92,9 @@ func (src sources) SelectionProblems() []problem.Problem {
 	st := src.s.snapshot()
 	out := append([]problem.Problem(nil), st.problems...)
 	out = append(append(out, src.s.up.Problems()...), src.s.down.Problems()...)
-	if inf, ok := src.s.up.Synced(namespaceGVR); ok {
+	if c, ok := framework.SyncedCache(src.s.up, namespaceGVR, ""); ok {
 		for ns, origins := range st.selection.NamedNamespaces() {
-			if _, exists, err := inf.GetStore().GetByKey(ns); err == nil && !exists {
+			if obj, err := c.Get("", ns); err == nil && obj == nil {
 				for _, o := range origins {
 					out = append(out, o.Problem(problem.NamespaceMissing, namespaceGVR.GroupResource(), fmt.Sprintf("namespace %q does not exist upstream", ns)))
 				}

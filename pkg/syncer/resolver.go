@@ -14,11 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
 	"github.com/kubestellar/syncer/pkg/conditions"
+	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/problem"
@@ -37,7 +37,7 @@ type discoverer interface {
 type informerSet interface {
 	Hold(desired map[schema.GroupVersionResource]informermanager.Spec)
 	Set(desired map[schema.GroupVersionResource]informermanager.Spec) []schema.GroupVersionResource
-	Synced(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, bool)
+	Cache(gvr schema.GroupVersionResource) (framework.Cache, bool)
 }
 
 // resolver turns the SyncerConfigs and both sides' discovery into a snapshot, and makes the informers
@@ -59,6 +59,10 @@ type resolver struct {
 	// publish makes a snapshot current; called before informers start, so that their first events
 	// see it.
 	publish func(*snapshot)
+	// maxNamespaces is how many namespaces an upstream resource may be watched in one by one; past
+	// it, reviewClusterWide asks whether it may be watched cluster-wide instead.
+	maxNamespaces     int
+	reviewClusterWide func(ctx context.Context, gvr schema.GroupVersionResource)
 
 	scanned      bool   // leftovers scan done downstream
 	upScanned    bool   // upsync leftovers scan done upstream
@@ -111,6 +115,11 @@ func (r *resolver) resolve(ctx context.Context, old *snapshot) (*snapshot, error
 	// widened scope read through the old informer would show the added namespaces empty); the
 	// snapshot is published before new informers start, so that their first events see it.
 	upSpecs, downSpecs := informerSpecs(next, r.ownerLabel, r.fieldManager)
+	for gvr, spec := range upSpecs {
+		if r.reviewClusterWide != nil && len(spec.NamespaceList()) > r.maxNamespaces {
+			r.reviewClusterWide(ctx, gvr)
+		}
+	}
 	r.up.Hold(upSpecs)
 	r.down.Hold(downSpecs)
 	r.publish(next)

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/framework/fakeinformers"
 	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/mapping"
@@ -81,8 +81,8 @@ func (f *fakeInformers) Set(desired map[schema.GroupVersionResource]informermana
 	return nil
 }
 
-func (f *fakeInformers) Synced(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, bool) {
-	return f.caches.Synced(gvr)
+func (f *fakeInformers) Cache(gvr schema.GroupVersionResource) (framework.Cache, bool) {
+	return f.caches.Cache(gvr)
 }
 
 func syncerConfig(name string, spec map[string]interface{}) *unstructured.Unstructured {

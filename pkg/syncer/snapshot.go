@@ -111,12 +111,10 @@ func (v downsyncView) Mentions(gr schema.GroupResource, kind string) bool {
 	return v.current().selection.Mentions(gr, kind)
 }
 
-func (v downsyncView) NamespacedResources() []downsync.Resource {
+func (v downsyncView) Resources() []downsync.Resource {
 	var out []downsync.Resource
 	for _, r := range v.current().resources {
-		if r.Upstream.Namespaced {
-			out = append(out, downsync.Resource{Upstream: r.Upstream.GVR, Downstream: r.Downstream.GVR, Namespaced: true, Rename: r.Rename})
-		}
+		out = append(out, downsync.Resource{Upstream: r.Upstream.GVR, Downstream: r.Downstream.GVR, Namespaced: r.Upstream.Namespaced, Rename: r.Rename})
 	}
 	return out
 }
@@ -147,6 +145,16 @@ func (v upsyncView) Resource(gr schema.GroupResource) (upsync.Resource, bool) {
 		return upsync.Resource{Upstream: gvr, Downstream: gvr}, true
 	}
 	return upsync.Resource{}, false
+}
+
+func (v upsyncView) Resources() []upsync.Resource {
+	var out []upsync.Resource
+	for gr := range v.current().upsync {
+		if r, ok := v.Resource(gr); ok {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func (v upsyncView) UpsyncMatches(o selection.Object) bool {

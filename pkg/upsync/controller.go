@@ -48,6 +48,8 @@ type Selection interface {
 	UpsyncMatches(o selection.Object) bool
 	// UpsyncNamesExplicitly tells whether an upsync entry lists the object's name itself.
 	UpsyncNamesExplicitly(o selection.Object) bool
+	// Resources lists the upsynced resources (Selected) and the leftovers.
+	Resources() []Resource
 }
 
 // Config is what NewController needs.
@@ -169,15 +171,16 @@ func (c *Controller) Handler(downstream bool, gvr schema.GroupVersionResource) c
 	}
 }
 
-// EnqueueResource enqueues every object of a resource that either side's cache holds.
-func (c *Controller) EnqueueResource(gr schema.GroupResource) {
+// EnqueueResource enqueues every object of a resource (of one namespace, or of all for "") that
+// either side's cache holds.
+func (c *Controller) EnqueueResource(gr schema.GroupResource, namespace string) {
 	r, ok := c.cfg.Selection.Resource(gr)
 	if !ok {
 		return
 	}
 	add := func(ns, name string) { c.queue.Add(framework.Key{GVR: r.Upstream, Namespace: ns, Name: name}) }
-	framework.ForEachKey(c.cfg.UpstreamInformers, r.Upstream, add)
-	framework.ForEachKey(c.cfg.DownstreamInformers, r.Downstream, func(ns, name string) { add(ns, r.Rename.UpName(name)) })
+	framework.ForEachKey(c.cfg.UpstreamInformers, r.Upstream, namespace, add)
+	framework.ForEachKey(c.cfg.DownstreamInformers, r.Downstream, namespace, func(ns, name string) { add(ns, r.Rename.UpName(name)) })
 }
 
 // process makes the upstream copy of one edge object match it: create or update it while the edge

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +36,7 @@ func (v view) UpsyncMatches(o selection.Object) bool {
 	return v.selected && o.Namespace == "policy"
 }
 func (v view) UpsyncNamesExplicitly(selection.Object) bool { return false }
+func (v view) Resources() []Resource                       { return []Resource{v.res} }
 
 func report(namespace, name string, fail int64) *unstructured.Unstructured {
 	o := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "wgpolicyk8s.io/v1alpha2", "kind": "PolicyReport",
@@ -178,6 +180,10 @@ func (v *switchable) Resource(gr schema.GroupResource) (Resource, bool) {
 }
 func (v *switchable) UpsyncMatches(selection.Object) bool         { return v.upsynced }
 func (v *switchable) UpsyncNamesExplicitly(selection.Object) bool { return false }
+func (v *switchable) Resources() []Resource {
+	r, _ := v.Resource(reports.GroupResource())
+	return []Resource{r}
+}
 
 // TestConflictClearedWhenResourceLeaves is the regression test of an upsync conflict that outlived
 // its resource: once the entry is removed nothing processes the key again, so Prune must forget it.
@@ -247,6 +253,10 @@ func (allConfigMaps) Resource(gr schema.GroupResource) (Resource, bool) {
 }
 func (allConfigMaps) UpsyncMatches(selection.Object) bool         { return true }
 func (allConfigMaps) UpsyncNamesExplicitly(selection.Object) bool { return false }
+func (a allConfigMaps) Resources() []Resource {
+	r, _ := a.Resource(schema.GroupResource{Resource: "configmaps"})
+	return []Resource{r}
+}
 
 // TestLoopBacksOff: another actor upstream reverts the copy after every write; the fifth write of
 // the same content within a minute is a loop: counted, reported as a problem, and the key backs off
@@ -290,5 +300,34 @@ func TestLoopBacksOff(t *testing.T) {
 	}
 	if len(client.Actions()) != writes {
 		t.Errorf("wrote while backing off: %v", client.Actions()[writes:])
+	}
+}
+
+// TestOrphans: an upstream copy this syncer made whose edge object is gone is an orphan, unless its
+// key is being processed; another syncer's copy, an unproven one, and a copy with its edge object
+// are not.
+func TestOrphans(t *testing.T) {
+	edge := report("policy", "r", 1)
+	gone := upCopy(t, report("policy", "gone", 1))
+	unproven := spoofed(t, report("policy", "unproven", 1), "edge1")
+	other := upCopy(t, report("policy", "other", 1))
+	other.SetLabels(map[string]string{mapping.UpsyncOwnerLabel: "edge2"})
+	m := metrics.New(prometheus.NewRegistry())
+	c, err := NewController(Config{
+		Upstream: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), Metrics: m, OwnerLabelValue: "edge1",
+		UpstreamInformers:   fakeinformers.Informers{reports: fakeinformers.With(upCopy(t, edge), gone, unproven, other)},
+		DownstreamInformers: fakeinformers.Informers{reports: fakeinformers.With(edge)},
+		Selection:           view{res: Resource{Upstream: reports, Downstream: reports, Namespaced: true, Selected: true}, selected: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []framework.Key{{GVR: reports, Namespace: "policy", Name: "gone"}}
+	if diff := cmp.Diff(want, c.Orphans()); diff != "" {
+		t.Errorf("orphans (-want +got):\n%s", diff)
+	}
+	c.queue.Add(want[0])
+	if got := c.Orphans(); len(got) != 0 {
+		t.Errorf("a key being processed is an orphan: %v", got)
 	}
 }

@@ -58,7 +58,7 @@ func main() {
 	flag.StringVar(&c.out, "out", "bench-results.json", "Where to write the results as JSON.")
 	flag.IntVar(&c.repeat, "repeat", 3, "Repetitions of each figure (median and spread are printed).")
 	flag.BoolVar(&c.quick, "quick", false, "Small sizes and one repetition: a smoke run, not figures.")
-	flag.StringVar(&scenarios, "scenarios", "edges,settings,sync,idle,latency,memory,polling,mailboxes", "Which scenarios to run (mailboxes needs kcp: -kcp-bin-dir).")
+	flag.StringVar(&scenarios, "scenarios", "edges,settings,sync,idle,latency,memory,polling,mailboxes,namespaces", "Which scenarios to run (mailboxes needs kcp: -kcp-bin-dir).")
 	flag.StringVar(&extra, "syncer-args", "", "Extra syncer flags, space-separated (e.g. \"--downstream-qps=500 --workers=32\").")
 	var sizes string
 	flag.StringVar(&sizes, "sizes", "", "Object counts of the sync and memory scenarios, comma-separated (e.g. 1000,10000; sync then runs ConfigMaps only). Default: 1000 and 10000 (sync), 1000, 10000 and 100000 (memory).")
@@ -161,6 +161,7 @@ func run(c config) (err error) {
 		{"memory", b.memory},
 		{"polling", b.polling},
 		{"mailboxes", b.mailboxes},
+		{"namespaces", b.namespaces},
 	}
 	for _, s := range steps {
 		if !c.scenarios[s.name] {

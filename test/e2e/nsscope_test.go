@@ -180,3 +180,74 @@ func (id *scopedIdentity) grantConfigMaps(f *fixture, namespace string) {
 		return err == nil, fmt.Sprint(err)
 	})
 }
+
+// TestManyNamespacesHoldUpNoOther: a config naming hundreds of namespaces, few of which exist, is
+// added while another config's objects flow. The other config's new object still arrives within
+// seconds, and the big config's objects arrive too: by default (the syncer may list ConfigMaps
+// cluster-wide, as a SelfSubjectAccessReview tells) with one cluster-wide list and watch filtered to
+// those namespaces; forced to watch namespace by namespace, with each namespace usable as soon as it
+// is listed. The two modes run side by side, each with its own syncer and namespaces.
+func TestManyNamespacesHoldUpNoOther(t *testing.T) {
+	const many = 300 // past the default --max-namespace-informers (50)
+	for _, mode := range []struct {
+		name  string
+		flags []string
+	}{{"clusterwide", nil}, {"bynamespace", []string{"--max-namespace-informers=100000"}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			other, a, b := f.namespace("other"), f.namespace("a"), f.namespace("b")
+			for _, ns := range []string{other, a, b} {
+				f.create(f.up, gvrConfigMaps, configMap(ns, "app", map[string]interface{}{"in": ns}))
+			}
+			label := "e2e.kubestellar.io/many-" + mode.name
+			f.syncerConfig(f.name+"-one", nsScope([]string{other}, resource("", "v1", "configmaps")))
+			f.update(f.up, gvrSyncerConfig, "", f.name+"-one", withLabel(label, "yes"))
+			p := f.startSyncer(withArgs(append([]string{"--syncer-config-selector=" + label + "=yes"}, mode.flags...)...))
+			f.waitFor(f.down, gvrConfigMaps, other, "app", hasMark)
+			p.waitSettled()
+			// Each list is a watch that begins with the current state (watch-list): count the watches.
+			watches := func() float64 {
+				return p.metrics()[`kubestellar_syncer_api_requests_total{code="200",side="upstream",verb="WATCH"}`]
+			}
+			watches0 := watches()
+
+			names := []string{a, b}
+			for i := len(names); i < many; i++ {
+				names = append(names, fmt.Sprintf("%s-absent-%03d", f.name, i))
+			}
+			f.syncerConfig(f.name+"-many", nsScope(names, resource("", "v1", "configmaps")))
+			f.update(f.up, gvrSyncerConfig, "", f.name+"-many", withLabel(label, "yes"))
+			start := time.Now()
+			f.create(f.up, gvrConfigMaps, configMap(other, "later", map[string]interface{}{"k": "v"}))
+			f.waitFor(f.down, gvrConfigMaps, other, "later", hasMark)
+			otherArrived := time.Since(start)
+			f.waitFor(f.down, gvrConfigMaps, a, "app", hasMark)
+			f.waitFor(f.down, gvrConfigMaps, b, "app", hasMark)
+			t.Logf("%s: another config's new object at the edge %.1fs after a config naming %d namespaces came, its own objects after %.1fs",
+				mode.name, otherArrived.Seconds(), many, time.Since(start).Seconds())
+			if otherArrived > 10*time.Second {
+				t.Errorf("another config's object took %v to arrive while a config naming %d namespaces started", otherArrived, many)
+			}
+			p.waitSettled()
+			opened := watches() - watches0
+			switch mode.name {
+			case "clusterwide":
+				if opened > 10 {
+					t.Errorf("%v upstream watches opened for a config naming %d namespaces: want one cluster-wide (and the syncer's own few)", opened, many)
+				}
+				said := false
+				for _, line := range strings.Split(p.logText(), "\n") {
+					said = said || strings.Contains(line, "Reviewed whether the syncer may list and watch") && strings.Contains(line, "clusterWide=true")
+				}
+				if !said {
+					t.Error("the syncer did not say it watches the ConfigMaps cluster-wide")
+				}
+			default:
+				if opened < many {
+					t.Errorf("%v upstream watches opened, want one per namespace (%d)", opened, many)
+				}
+			}
+		})
+	}
+}

@@ -42,6 +42,9 @@ const (
 	outageTail = 15 * time.Second // the writers go on after the side is back
 	// outageSlowLists is how long the restarted side's lists wait for its watch cache to fill.
 	outageSlowLists = 8 * time.Second
+	// auditPeriod is the syncer's --audit-period in these tests: short, so that a missed deletion the
+	// audit would find (and repair) shows in its metric before the test ends.
+	auditPeriod = 2 * time.Second
 )
 
 type outageScenario struct {
@@ -91,7 +94,7 @@ func newOutageScenario(t *testing.T, side string) *outageScenario {
 		flag, server = "--from-kubeconfig=", upstream
 	}
 	o.px = startListProxy(t, server)
-	o.p = f.startSyncer(withArgs(flag + o.px.kubeconfig(t, server)))
+	o.p = f.startSyncer(withArgs(flag+o.px.kubeconfig(t, server), "--audit-period="+auditPeriod.String()))
 	o.waitConverged(60 * time.Second)
 	return o
 }
@@ -218,6 +221,7 @@ func (o *outageScenario) run() {
 	if o.p.exited() {
 		t.Fatal("the syncer exited")
 	}
+	o.p.expectNoOrphans()
 	t.Logf("%d changes on both sides (%d refused or timed out during the outage); both sides agree", changes, errs)
 }
 
@@ -414,7 +418,7 @@ func TestFaultDeleteWhileEdgeRelists(t *testing.T) {
 	f.create(f.up, gvrConfigMaps, configMap(ns, "before", map[string]interface{}{"k": "v"}))
 	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps")))
 	px := startListProxy(t, env.Downstream)
-	p := f.startSyncer(withArgs("--to-kubeconfig=" + px.kubeconfig(t, env.Downstream)))
+	p := f.startSyncer(withArgs("--to-kubeconfig="+px.kubeconfig(t, env.Downstream), "--audit-period="+auditPeriod.String()))
 	f.waitFor(f.down, gvrConfigMaps, ns, "before", hasMark)
 
 	px.down()
@@ -441,5 +445,18 @@ func TestFaultDeleteWhileEdgeRelists(t *testing.T) {
 	f.waitGone(f.down, gvrConfigMaps, ns, "during")
 	if p.exited() {
 		t.Fatal("the syncer exited")
+	}
+	time.Sleep(2 * auditPeriod) // two audits: a leak they found would show in the metric
+	p.expectNoOrphans()
+}
+
+// expectNoOrphans checks that the syncer's audit found nothing it should have deleted and had not:
+// the engine's own events must have done it.
+func (p *syncerProc) expectNoOrphans() {
+	p.t.Helper()
+	for k, v := range p.metrics() {
+		if strings.HasPrefix(k, "kubestellar_syncer_orphans_found_total") && v > 0 {
+			p.t.Errorf("the audit found a missed deletion (%s = %v): the events did not get there alone", k, v)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
 
+	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/mapping"
 )
 
@@ -54,6 +55,8 @@ type Options struct {
 	LeaderElectRenewDeadline     time.Duration
 	LeaderElectRetryPeriod       time.Duration
 	DiscoveryRefreshPeriod       time.Duration
+	MaxNamespaceInformers        int
+	AuditPeriod                  time.Duration
 	ConflictRecheckPeriod        time.Duration
 
 	// APIExportEndpointSlice, when set, serves every workspace bound to an APIExport through its
@@ -112,6 +115,8 @@ func NewOptions() *Options {
 		LeaderElectRenewDeadline: 40 * time.Second,
 		LeaderElectRetryPeriod:   10 * time.Second,
 		DiscoveryRefreshPeriod:   5 * time.Minute,
+		MaxNamespaceInformers:    informermanager.DefaultMaxNamespaces,
+		AuditPeriod:              5 * time.Minute,
 		ConflictRecheckPeriod:    time.Minute,
 
 		Logs: logsapi.NewLoggingConfiguration(),
@@ -147,6 +152,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.LeaderElectRenewDeadline, "leader-elect-renew-deadline", o.LeaderElectRenewDeadline, "How long the leader keeps trying to renew before it gives up (and exits).")
 	fs.DurationVar(&o.LeaderElectRetryPeriod, "leader-elect-retry-period", o.LeaderElectRetryPeriod, "How often candidates try to acquire or renew the Lease.")
 	fs.DurationVar(&o.DiscoveryRefreshPeriod, "discovery-refresh-period", o.DiscoveryRefreshPeriod, "How often discovery is re-read as a safety net for APIs that appear without a CRD; 0 disables it.")
+	fs.DurationVar(&o.AuditPeriod, "audit-period", o.AuditPeriod, "How often the syncer looks in its caches for objects it should have deleted and has not (an edge copy whose upstream object is gone, an upstream copy whose edge object is gone); one found twice in a row is logged, counted in kubestellar_syncer_orphans_found_total and processed again. 0 disables it.")
+	fs.IntVar(&o.MaxNamespaceInformers, "max-namespace-informers", o.MaxNamespaceInformers, "How many namespaces a resource may be selected in and still be listed and watched upstream one namespace at a time; past it, the syncer lists and watches it cluster-wide (keeping only those namespaces' objects) where it may, as a SelfSubjectAccessReview tells, and namespace by namespace otherwise.")
 	fs.DurationVar(&o.ConflictRecheckPeriod, "conflict-recheck-period", o.ConflictRecheckPeriod, "How often an object blocked by an object the syncer does not own (downstream, or upstream for upsync) is looked at again.")
 	fs.StringVar(&o.APIExportEndpointSlice, "apiexport-endpoint-slice", o.APIExportEndpointSlice, "Serve every kcp workspace bound to an APIExport, through its virtual workspace: the name of its APIExportEndpointSlice, in the workspace --from-kubeconfig points at. Each workspace's namespaces land at the edge in namespaces of their own (<namespace>-<10 hex digits>). Empty: one mailbox workspace, the one --from-kubeconfig points at.")
 	fs.StringVar(&o.SyncerConfigSelector, "syncer-config-selector", o.SyncerConfigSelector, "Label selector of the SyncerConfigs (and EdgeSyncConfigs) this syncer reads, merges and writes its heartbeat on, e.g. edge.kubestellar.io/sync-target=edge-1; empty: all of them. Lets several syncers share one upstream, a config each.")
@@ -218,6 +225,12 @@ func (o *Options) Validate() error {
 	}
 	if o.MemoryLimitRatio < 0 || o.MemoryLimitRatio > 1 {
 		errs = append(errs, fmt.Sprintf("--memory-limit-ratio must be between 0 and 1 (got %v)", o.MemoryLimitRatio))
+	}
+	if o.AuditPeriod < 0 {
+		errs = append(errs, "--audit-period must not be negative")
+	}
+	if o.MaxNamespaceInformers < 1 {
+		errs = append(errs, fmt.Sprintf("--max-namespace-informers must be at least 1 (got %d)", o.MaxNamespaceInformers))
 	}
 	if o.HeartbeatPeriod < 0 {
 		errs = append(errs, "--heartbeat-period must not be negative")
