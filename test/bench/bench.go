@@ -79,6 +79,10 @@ type bench struct {
 	up, down *side
 	results  []result
 	syncer   *syncerProc // the running syncer, if any
+	// kept are the edge namespaces of the objects the kept syncer (syncer) holds.
+	kept []string
+	// label prefixes the scenario of each result ("baseline: " while the baseline syncer runs).
+	label string
 	// idleObjects is how many objects the running syncer holds.
 	idleObjects int
 }
@@ -122,7 +126,7 @@ type result struct {
 }
 
 func (b *bench) record(scenario, metric, unit string, values []float64, note string) {
-	r := result{Scenario: scenario, Metric: metric, Unit: unit, Values: values, Note: note}
+	r := result{Scenario: b.label + scenario, Metric: metric, Unit: unit, Values: values, Note: note}
 	if len(values) > 0 {
 		s := append([]float64(nil), values...)
 		sort.Float64s(s)
@@ -134,7 +138,7 @@ func (b *bench) record(scenario, metric, unit string, values []float64, note str
 		}
 	}
 	b.results = append(b.results, r)
-	logf("%s / %s: %s %s %v", scenario, metric, format(r.Median), unit, values)
+	logf("%s / %s: %s %s %v", r.Scenario, metric, format(r.Median), unit, values)
 }
 
 func format(v float64) string {
@@ -556,3 +560,21 @@ func resourceOf(gvr schema.GroupVersionResource) map[string]interface{} {
 }
 
 var ownedSelector = mapping.OwnerLabel + "=" + target
+
+// asBaseline runs a scenario with the baseline syncer binary, its results labelled so, and leaves the
+// edge as it found it: a syncer the scenario kept running (for the idle scenario) is stopped and its
+// objects deleted, so that the scenario's own run starts from the same state.
+func (b *bench) asBaseline(ctx context.Context, fn func(context.Context) error) error {
+	own := b.cfg.syncer
+	b.cfg.syncer, b.label = b.cfg.baseline, "baseline: "
+	defer func() { b.cfg.syncer, b.label = own, "" }()
+	err := fn(ctx)
+	if b.syncer != nil {
+		b.syncer.stopProcess()
+		b.syncer = nil
+		if derr := deleteNamespaces(ctx, b.down, b.kept); err == nil {
+			err = derr
+		}
+	}
+	return err
+}

@@ -27,7 +27,10 @@ import (
 )
 
 type config struct {
-	syncer     string
+	syncer string
+	// baseline, if set, is a second syncer binary each scenario runs with first, its figures
+	// recorded as "baseline: <scenario>" (an A/B in one run, on the same control plane).
+	baseline   string
 	binDir     string
 	kcpBinDir  string
 	out        string
@@ -53,6 +56,7 @@ func main() {
 	var c config
 	var scenarios, extra string
 	flag.StringVar(&c.syncer, "syncer", "bin/syncer", "The syncer binary.")
+	flag.StringVar(&c.baseline, "baseline-syncer", "", "A second syncer binary (an older build, say): each scenario runs with it first, its rows prefixed \"baseline:\".")
 	flag.StringVar(&c.binDir, "bin-dir", os.Getenv("E2E_BIN"), "etcd, kube-apiserver, kube-controller-manager (make e2e-bins).")
 	flag.StringVar(&c.kcpBinDir, "kcp-bin-dir", os.Getenv("KCP_BIN"), "kcp and crd-puller (make kcp-bins), for the mailboxes scenario.")
 	flag.StringVar(&c.out, "out", "bench-results.json", "Where to write the results as JSON.")
@@ -115,6 +119,14 @@ func run(c config) (err error) {
 	if _, err := os.Stat(c.syncer); err != nil {
 		return fmt.Errorf("the syncer binary: %w (make build)", err)
 	}
+	if c.baseline != "" {
+		if c.baseline, err = filepath.Abs(c.baseline); err != nil {
+			return err
+		}
+		if _, err := os.Stat(c.baseline); err != nil {
+			return fmt.Errorf("the baseline syncer binary: %w", err)
+		}
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	dir, err := os.MkdirTemp("", "syncer-bench-")
@@ -167,6 +179,12 @@ func run(c config) (err error) {
 		if !c.scenarios[s.name] {
 			continue
 		}
+		if c.baseline != "" {
+			logf("== scenario %s, baseline syncer %s", s.name, c.baseline)
+			if err := b.asBaseline(ctx, s.fn); err != nil {
+				return fmt.Errorf("scenario %s, baseline syncer: %w", s.name, err)
+			}
+		}
 		logf("== scenario %s", s.name)
 		if err := s.fn(ctx); err != nil {
 			return fmt.Errorf("scenario %s: %w", s.name, err)
@@ -191,6 +209,7 @@ func header(c config) map[string]string {
 		"quick":       fmt.Sprint(c.quick),
 		"syncerArgs":  strings.Join(c.syncerArgs, " "),
 		"syncer":      c.syncer,
+		"baseline":    c.baseline,
 		"sizes":       fmt.Sprint(c.sizes),
 		"memoryAge":   c.memoryAge.String(),
 		"edges":       fmt.Sprint(c.edges),

@@ -264,7 +264,7 @@ func (b *bench) measureSyncer(ctx context.Context, w workload, keep, namespacesT
 		res.resolved = f.Sub(at).Seconds()
 	}
 	if keep {
-		b.syncer, b.idleObjects = p, w.n
+		b.syncer, b.idleObjects, b.kept = p, w.n, w.namespaces
 		return res, nil
 	}
 	p.stopProcess()
