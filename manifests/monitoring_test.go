@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubestellar/syncer/pkg/metrics"
+	"github.com/kubestellar/syncer/pkg/reachability"
 	"github.com/kubestellar/syncer/test/support"
 )
 
@@ -333,7 +334,7 @@ func (r *recordingRegisterer) MustRegister(cs ...prometheus.Collector) {
 }
 
 // syncerMetricNames are the series names the syncer's registry exposes: every family gathered from
-// metrics.New, each of its metrics given a sample first (a vector without one is not gathered), with
+// metrics.New and reachability.New, each of its metrics given a sample first (a vector without one is not gathered), with
 // the series a histogram or summary is made of, and those of the process collector main registers
 // next to them (process_start_time_seconds, ...).
 func syncerMetricNames(t *testing.T) map[string]bool {
@@ -347,7 +348,7 @@ func syncerMetricNames(t *testing.T) map[string]bool {
 	m.InformersRunning.WithLabelValues("upstream").Set(1)
 	m.InformersSynced.WithLabelValues("upstream").Set(1)
 	m.SyncLatency.WithLabelValues(metrics.Downsync, "configmaps").Observe(0.1)
-	m.Reachable.WithLabelValues("upstream").Set(1)
+	reachability.New(rec, "upstream", "downstream")
 	m.ClientRequests.WithLabelValues("200", "GET", "host").Inc()
 	m.ClientRequestLatency.WithLabelValues("GET", "host").Observe(0.1)
 	m.ClientRateLimiterLatency.WithLabelValues("GET", "host").Observe(0.1)

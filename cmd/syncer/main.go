@@ -39,6 +39,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/dynclient"
 	"github.com/kubestellar/syncer/pkg/mailboxes"
 	"github.com/kubestellar/syncer/pkg/metrics"
+	"github.com/kubestellar/syncer/pkg/reachability"
 	"github.com/kubestellar/syncer/pkg/syncer"
 	"github.com/kubestellar/syncer/pkg/version"
 )
@@ -116,10 +117,16 @@ func run(opts *options.Options, stdout, stderr io.Writer) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := metrics.New(reg)
 	clientmetrics.Register(m.ClientGoHooks()) // client-go's hooks are process-wide: set once, here
-	upCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return m.InstrumentTransport(syncer.Upstream, rt) })
-	downCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return m.InstrumentTransport(syncer.Downstream, rt) })
+	// Each request is counted, then timed out and followed for the side's reachability.
+	reach := reachability.New(reg, syncer.Upstream, syncer.Downstream)
+	upCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return m.InstrumentTransport(syncer.Upstream, reach.Transport(syncer.Upstream, rt))
+	})
+	downCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return m.InstrumentTransport(syncer.Downstream, reach.Transport(syncer.Downstream, rt))
+	})
 
-	cfg, err := engineConfig(opts, upCfg, downCfg, m)
+	cfg, err := engineConfig(opts, upCfg, downCfg, m, reach)
 	if err != nil {
 		return err
 	}
@@ -294,7 +301,7 @@ func leaseLock(opts *options.Options, downCfg *rest.Config) (resourcelock.Interf
 	return lock, nil
 }
 
-func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics.Metrics) (syncer.Config, error) {
+func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics.Metrics, reach *reachability.Tracker) (syncer.Config, error) {
 	// client-go's dynamic client, its watches and creates decoding in one pass (pkg/dynclient).
 	upDyn, err := dynclient.NewForConfig(upCfg)
 	if err != nil {
@@ -330,6 +337,7 @@ func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics
 		ConflictRecheckPeriod:  opts.ConflictRecheckPeriod,
 		ConfigSelector:         opts.SyncerConfigSelector,
 		Metrics:                m,
+		Reachability:           reach,
 	}, nil
 }
 

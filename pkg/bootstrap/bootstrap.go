@@ -34,9 +34,10 @@ import (
 	"github.com/kubestellar/syncer/manifests"
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
 	"github.com/kubestellar/syncer/pkg/selection"
+	"github.com/kubestellar/syncer/pkg/wellknown"
 )
 
-var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+var crdGVR = wellknown.CRDs
 
 // Options are the plugin's choices.
 type Options struct {

@@ -21,9 +21,10 @@ import (
 	"github.com/kubestellar/syncer/pkg/metrics"
 	"github.com/kubestellar/syncer/pkg/problem"
 	"github.com/kubestellar/syncer/pkg/selection"
+	"github.com/kubestellar/syncer/pkg/wellknown"
 )
 
-var namespaceGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+var namespaceGVR = wellknown.Namespaces
 
 // Resource is how one resource maps for downsync.
 type Resource struct {
@@ -117,7 +118,7 @@ func NewController(cfg Config) (*Controller, error) {
 	if cfg.ConflictRecheckPeriod <= 0 {
 		cfg.ConflictRecheckPeriod = time.Minute
 	}
-	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Downsync, cfg.Metrics, cfg.Recorder), terminating: map[framework.Key]string{}, early: newEarly()}
+	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Downsync, cfg.FieldManager, cfg.Metrics, cfg.Recorder), terminating: map[framework.Key]string{}, early: newEarly()}
 	c.queue = framework.NewQueue(metrics.Downsync, cfg.Metrics.WorkqueueProvider(), c.process)
 	return c, nil
 }
@@ -160,13 +161,11 @@ func (c *Controller) Prune() {
 
 // Handler returns the event handler of one side's informer for a resource. Downstream it follows
 // only the objects the syncer owns (and Namespaces, for the objects waiting on them); status-only
-// changes are status return's business, not downsync's.
-func (c *Controller) Handler(downstream bool, gvr schema.GroupVersionResource) cache.ResourceEventHandler {
+// changes are status return's business, not downsync's. Its enqueues are logged with ctx's logger
+// (which names the side and resource).
+func (c *Controller) Handler(ctx context.Context, downstream bool, gvr schema.GroupVersionResource) cache.ResourceEventHandler {
 	gr := gvr.GroupResource()
-	side := "upstream"
-	if downstream {
-		side = "downstream"
-	}
+	logger := klog.FromContext(ctx)
 	enqueue := func(u *unstructured.Unstructured, why string) {
 		r, ok := c.cfg.Selection.Resource(gr)
 		if !ok {
@@ -178,10 +177,10 @@ func (c *Controller) Handler(downstream bool, gvr schema.GroupVersionResource) c
 		}
 		key := framework.Key{GVR: r.KeyGVR(), Namespace: u.GetNamespace(), Name: name}
 		if downstream && c.echoes.echo(key, u.GetResourceVersion()) && why != "deleted" {
-			klog.V(logging.Trace).Info("Not enqueueing the echo of its own write", "key", key.String(), "side", side, "reason", why)
+			logger.V(logging.Trace).Info("Not enqueueing the echo of its own write", "key", key.String(), "reason", why)
 			return
 		}
-		klog.V(logging.Trace).Info("Enqueue", "key", key.String(), "side", side, "reason", why)
+		logger.V(logging.Trace).Info("Enqueue", "key", key.String(), "reason", why)
 		c.queue.Add(key)
 	}
 	return cache.ResourceEventHandlerFuncs{

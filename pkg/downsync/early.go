@@ -1,6 +1,8 @@
 package downsync
 
 import (
+	"context"
+
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -92,8 +94,9 @@ func earlyKey(namespace, name string) string { return namespace + "/" + name }
 // Early returns what to do with each upstream object of gvr streamed in before its informer synced:
 // keep a copy and enqueue its key, so that it is created at the edge without waiting for the rest of
 // the list. Downstream objects are not wanted early (their absence, which a create needs to know,
-// shows only in a synced cache).
-func (c *Controller) Early(gvr schema.GroupVersionResource) func(*unstructured.Unstructured) {
+// shows only in a synced cache). Its enqueues are logged with ctx's logger.
+func (c *Controller) Early(ctx context.Context, gvr schema.GroupVersionResource) func(*unstructured.Unstructured) {
+	logger := klog.FromContext(ctx)
 	return func(obj *unstructured.Unstructured) {
 		if c.early.full() {
 			return // the cheap test first: it holds for most objects of a long list
@@ -109,7 +112,7 @@ func (c *Controller) Early(gvr schema.GroupVersionResource) func(*unstructured.U
 			return
 		}
 		key := framework.Key{GVR: r.KeyGVR(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
-		klog.V(logging.Trace).Info("Enqueue", "key", key.String(), "side", "upstream", "reason", "streamed in before the cache synced")
+		logger.V(logging.Trace).Info("Enqueue", "key", key.String(), "reason", "streamed in before the cache synced")
 		c.queue.Add(key)
 	}
 }

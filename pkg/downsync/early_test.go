@@ -32,7 +32,7 @@ func TestEarlyObjectsWrittenNeverDeleted(t *testing.T) {
 		t.Fatalf("before anything streamed in: actions %v, want none", got)
 	}
 
-	early := h.c.Early(cmGVR)
+	early := h.c.Early(context.Background(), cmGVR)
 	early(upCM)
 	early(unselected)
 	if n := h.c.queue.Len(); n != 1 {
@@ -60,7 +60,7 @@ func TestEarlyObjectsWrittenNeverDeleted(t *testing.T) {
 func TestEarlyLimit(t *testing.T) {
 	h := newHarness(t, selecting("a"), nil, objs(nsA))
 	delete(h.upCache, cmGVR)
-	early := h.c.Early(cmGVR)
+	early := h.c.Early(context.Background(), cmGVR)
 	for i := 0; i < EarlyLimit; i++ { // another tenant's objects (namespace b) take no room
 		early(u("v1", "ConfigMap", "b", fmt.Sprintf("cm-%d", i), map[string]interface{}{"k": "v"}))
 	}
@@ -92,7 +92,7 @@ func TestEarlyLimit(t *testing.T) {
 // through the informer's events as usual and are not kept.
 func TestEarlyIgnoredOnceSynced(t *testing.T) {
 	h := newHarness(t, selecting("a"), objs(upCM, nsA), objs(nsA))
-	h.c.Early(cmGVR)(upCM)
+	h.c.Early(context.Background(), cmGVR)(upCM)
 	if h.c.early.n != 0 || h.c.queue.Len() != 0 {
 		t.Errorf("synced informer: kept %d, enqueued %d; want none", h.c.early.n, h.c.queue.Len())
 	}

@@ -22,7 +22,7 @@ import (
 type echoes struct {
 	mu   sync.Mutex
 	rvs  map[framework.Key]string
-	peak int
+	peak framework.Peak
 }
 
 // wrote records that downsync wrote key's object, which is now at resourceVersion rv.
@@ -36,7 +36,7 @@ func (e *echoes) wrote(key framework.Key, rv string) {
 		e.rvs = map[framework.Key]string{}
 	}
 	e.rvs[key] = rv
-	e.peak = max(e.peak, len(e.rvs))
+	e.peak.Saw(len(e.rvs))
 }
 
 // forget drops key's entry: the key is being processed again, and its next event is not an echo
@@ -57,14 +57,10 @@ func (e *echoes) echo(key framework.Key, rv string) bool {
 		return false
 	}
 	delete(e.rvs, key)
-	if e.peak > 1024 && len(e.rvs) <= e.peak/8 {
-		// Go maps keep the size of their peak: an initial sync's is given back once mostly drained
-		// (a write whose echo never came, a no-op apply, stays until the key's next event).
-		rvs := make(map[framework.Key]string, len(e.rvs))
-		for k, v := range e.rvs {
-			rvs[k] = v
-		}
-		e.rvs, e.peak = rvs, len(rvs)
+	if e.peak.Drained(len(e.rvs)) {
+		// An initial sync's peak is given back once mostly drained (a write whose echo never came, a
+		// no-op apply, stays until the key's next event).
+		e.rvs = framework.Remade(e.rvs)
 	}
 	return want == rv
 }

@@ -16,7 +16,7 @@ import (
 // is not queued; any other event of the key is, and forgets the write.
 func TestEchoNotQueued(t *testing.T) {
 	h := newHarness(t, selecting("a"), objs(upCM, nsA), objs(nsA))
-	handler := h.c.Handler(true, cmGVR)
+	handler := h.c.Handler(context.Background(), true, cmGVR)
 	at := func(rv string) interface{} {
 		o := owned(t, upCM)
 		o.SetResourceVersion(rv)
@@ -33,7 +33,7 @@ func TestEchoNotQueued(t *testing.T) {
 	}
 
 	h = newHarness(t, selecting("a"), objs(upCM, nsA), objs(nsA))
-	handler = h.c.Handler(true, cmGVR)
+	handler = h.c.Handler(context.Background(), true, cmGVR)
 	h.c.echoes.wrote(key, "5")
 	edited := at("6").(*unstructured.Unstructured)
 	edited.Object["data"] = map[string]interface{}{"k": "edited"}
@@ -66,8 +66,8 @@ func TestEchoesShrink(t *testing.T) {
 			t.Fatalf("write %d not recognised", i)
 		}
 	}
-	if len(e.rvs) != 100 || e.peak != 2000/8 {
-		t.Errorf("after draining 1,900 of 2,000: %d entries, peak %d; want 100, and the map made anew at 250", len(e.rvs), e.peak)
+	if len(e.rvs) != 100 || e.peak.Most() != 2000/8 {
+		t.Errorf("after draining 1,900 of 2,000: %d entries, peak %d; want 100, and the map made anew at 250", len(e.rvs), e.peak.Most())
 	}
 	if !e.echo(framework.Key{Name: "1999"}, "1") {
 		t.Error("an entry kept through the shrink was lost")
@@ -87,7 +87,7 @@ func TestEchoForgottenWhenProcessedAgain(t *testing.T) {
 	}
 	o := owned(t, upCM)
 	o.SetResourceVersion("5")
-	h.c.Handler(true, cmGVR).OnAdd(o, false)
+	h.c.Handler(context.Background(), true, cmGVR).OnAdd(o, false)
 	if n := h.c.queue.Len(); n != 1 {
 		t.Fatalf("the object the write made, arriving after the key was processed again, was not queued (%d keys)", n)
 	}

@@ -13,7 +13,7 @@ const unfinishedWorkPeriod = 500 * time.Millisecond
 // baseQueue is the base of a Queue, under client-go's delaying and rate-limiting queues: client-go's
 // workqueue.Typed, rule for rule (a key is queued once, a key added while it is processed is queued
 // again when done, Touch on a queued key, shutdown with or without drain; the same metrics), with two
-// differences. Its maps are made anew once emptied after a backlog larger than shrinkAfter: Go maps
+// differences. Its maps are made anew once mostly drained after a backlog (Peak): Go maps
 // keep the size they grew to, and an initial sync queues every object at once (client-go's set of
 // queued keys and its metrics' map of add times held about 600 B per object of a 10,000-object sync
 // afterwards). And its keys are ordered by lanes.
@@ -24,7 +24,7 @@ type baseQueue struct {
 	dirty      map[Key]struct{} // queued, or added again while processing
 	processing map[Key]time.Time
 	addTimes   map[Key]time.Time // when a dirty key was added (the queue-duration metric)
-	peak       int               // most dirty keys since dirty was made anew
+	peak       Peak              // of dirty
 
 	shuttingDown, drain bool
 	stopOnce            sync.Once
@@ -71,7 +71,7 @@ func (q *baseQueue) Add(key Key) {
 	q.depth.Inc()
 	q.addTimes[key] = time.Now()
 	q.dirty[key] = struct{}{}
-	q.peak = max(q.peak, len(q.dirty))
+	q.peak.Saw(len(q.dirty))
 	if _, busy := q.processing[key]; busy {
 		return
 	}
@@ -103,8 +103,8 @@ func (q *baseQueue) Get() (Key, bool) {
 	}
 	q.processing[key] = now
 	delete(q.dirty, key)
-	if len(q.dirty) == 0 && q.peak > shrinkAfter {
-		q.dirty, q.addTimes, q.peak = map[Key]struct{}{}, map[Key]time.Time{}, 0 // give back what a backlog took
+	if q.peak.Drained(len(q.dirty)) {
+		q.dirty, q.addTimes = Remade(q.dirty), Remade(q.addTimes) // give back what a backlog took
 	}
 	return key, false
 }

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubestellar/syncer/pkg/metrics"
 )
@@ -83,11 +85,11 @@ func TestBaseQueueGivesBackABacklog(t *testing.T) {
 		k, _ := q.Get()
 		q.Done(k)
 	}
-	if q.peak != 0 || reflect.ValueOf(q.dirty).Pointer() == dirty || len(q.addTimes) != 0 {
-		t.Errorf("after the backlog: peak %d, same dirty map %v, %d add times; want a new, empty map", q.peak, reflect.ValueOf(q.dirty).Pointer() == dirty, len(q.addTimes))
+	if q.peak.n > n/8 || reflect.ValueOf(q.dirty).Pointer() == dirty || len(q.addTimes) != 0 {
+		t.Errorf("after the backlog: peak %v, same dirty map %v, %d add times; want a new, empty map", q.peak, reflect.ValueOf(q.dirty).Pointer() == dirty, len(q.addTimes))
 	}
-	if l.front != nil || l.back != nil || l.frontPeak != 0 {
-		t.Errorf("the lanes kept their arrays: front %d, back %d (caps), front peak %d", cap(l.front), cap(l.back), l.frontPeak)
+	if l.front != nil || l.back != nil || l.frontPeak.n > n/8 {
+		t.Errorf("the lanes kept their arrays: front %d, back %d (caps), front peak %v", cap(l.front), cap(l.back), l.frontPeak)
 	}
 	q.Add(key("again"))
 	if k, _ := q.Get(); k != key("again") {
@@ -116,10 +118,30 @@ workqueue_adds_total{name="downsync"} 2
 		t.Error(err)
 	}
 	k, _ := q.Get()
-	time.Sleep(2 * unfinishedWorkPeriod) // the unfinished-work gauges see a key processing
 	if n := testutil.CollectAndCount(reg, "workqueue_queue_duration_seconds"); n != 1 {
 		t.Errorf("queue duration series = %d", n)
 	}
+	// The unfinished-work gauges are updated by the queue's ticker: wait until they see the key.
+	var values map[string]float64
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*unfinishedWorkPeriod, true,
+		func(context.Context) (bool, error) {
+			values = gatheredValues(reg)
+			return values["workqueue_longest_running_processor_seconds"] > 0, nil
+		})
+	if err != nil || values["workqueue_queue_duration_seconds"] != 1 || values["workqueue_depth"] != 1 {
+		t.Errorf("after one Get: %v", values)
+	}
+	q.Done(k)
+	families, _ := reg.Gather()
+	for _, f := range families {
+		if f.GetName() == "workqueue_work_duration_seconds" && f.GetMetric()[0].GetHistogram().GetSampleCount() != 1 {
+			t.Errorf("work duration observed %d times, want 1", f.GetMetric()[0].GetHistogram().GetSampleCount())
+		}
+	}
+}
+
+// gatheredValues is each family's first series: a histogram's sample count, a gauge's value.
+func gatheredValues(reg *prometheus.Registry) map[string]float64 {
 	families, _ := reg.Gather()
 	values := map[string]float64{}
 	for _, f := range families {
@@ -131,14 +153,5 @@ workqueue_adds_total{name="downsync"} 2
 			values[f.GetName()] = m.GetGauge().GetValue()
 		}
 	}
-	if values["workqueue_queue_duration_seconds"] != 1 || values["workqueue_depth"] != 1 || values["workqueue_longest_running_processor_seconds"] <= 0 {
-		t.Errorf("after one Get: %v", values)
-	}
-	q.Done(k)
-	families, _ = reg.Gather()
-	for _, f := range families {
-		if f.GetName() == "workqueue_work_duration_seconds" && f.GetMetric()[0].GetHistogram().GetSampleCount() != 1 {
-			t.Errorf("work duration observed %d times, want 1", f.GetMetric()[0].GetHistogram().GetSampleCount())
-		}
-	}
+	return values
 }

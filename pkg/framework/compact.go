@@ -100,11 +100,34 @@ func (c *Compact) Head() (*unstructured.Unstructured, error) {
 	return u, nil
 }
 
-// GetObjectMeta gives client-go's key and index functions (meta.Accessor) what they read: namespace,
-// name, uid and resourceVersion. Not labels or annotations: an index or lister by label would see
-// none (the syncer's caches have none).
+// GetObjectMeta gives client-go's key and index functions (meta.Accessor) what they read:
+// namespace, name, uid and resourceVersion at once, and labels and annotations decoded from the head
+// only when asked (an index by label works, at the cost of a decode per object indexed; the key and
+// namespace functions cost none).
 func (c *Compact) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Namespace: c.namespace, Name: c.name, UID: c.uid, ResourceVersion: c.resourceVersion}
+	return &compactMeta{ObjectMeta: metav1.ObjectMeta{Namespace: c.namespace, Name: c.name, UID: c.uid, ResourceVersion: c.resourceVersion}, c: c}
+}
+
+// compactMeta is a Compact's metadata as meta.Accessor gives it.
+type compactMeta struct {
+	metav1.ObjectMeta
+	c *Compact
+}
+
+// GetLabels decodes the labels from the head.
+func (m *compactMeta) GetLabels() map[string]string {
+	if u, err := m.c.Head(); err == nil {
+		return u.GetLabels()
+	}
+	return nil
+}
+
+// GetAnnotations decodes the annotations from the head.
+func (m *compactMeta) GetAnnotations() map[string]string {
+	if u, err := m.c.Head(); err == nil {
+		return u.GetAnnotations()
+	}
+	return nil
 }
 
 // GetObjectKind is empty: the kind is in the head.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 )
@@ -143,5 +144,38 @@ func BenchmarkCompactObject(b *testing.B) {
 		if _, err := c.Object(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestCompactIndexByLabel: a cache of Compacts indexed by label finds its objects (the labels are
+// decoded from the head when an index asks), as one of decoded objects does.
+func TestCompactIndexByLabel(t *testing.T) {
+	byApp := func(obj interface{}) ([]string, error) {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, err
+		}
+		return []string{m.GetLabels()["app"] + "," + m.GetAnnotations()["tier"]}, nil
+	}
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{"app": byApp, cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("ConfigMap")
+	u.SetNamespace("demo")
+	u.SetName("a")
+	u.SetLabels(map[string]string{"app": "web"})
+	u.SetAnnotations(map[string]string{"tier": "front"})
+	c, err := Compacted(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.Add(c); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := idx.ByIndex("app", "web,front"); len(got) != 1 {
+		t.Errorf("by label and annotation: %d objects, want 1", len(got))
+	}
+	if got, _ := idx.ByIndex(cache.NamespaceIndex, "demo"); len(got) != 1 {
+		t.Errorf("by namespace: %d objects, want 1", len(got))
 	}
 }

@@ -10,7 +10,7 @@ import "sync"
 type lanes struct {
 	front, back []Key
 	inFront     map[Key]struct{}
-	frontPeak   int // most keys in front since inFront was made anew
+	frontPeak   Peak // of inFront
 	// moved counts, per key, the places in back that a move to the front left behind.
 	moved map[Key]int
 	stale int // sum of moved
@@ -64,7 +64,7 @@ func (l *lanes) Touch(key Key) {
 func (l *lanes) toFront(key Key) {
 	l.front = append(l.front, key)
 	l.inFront[key] = struct{}{}
-	l.frontPeak = max(l.frontPeak, len(l.inFront))
+	l.frontPeak.Saw(len(l.inFront))
 }
 
 func (l *lanes) Len() int { return len(l.front) + len(l.back) - l.stale }
@@ -82,8 +82,8 @@ func (l *lanes) next() Key {
 	if len(l.front) > 0 {
 		key := pop(&l.front)
 		delete(l.inFront, key)
-		if len(l.inFront) == 0 && l.frontPeak > shrinkAfter {
-			l.inFront, l.frontPeak = map[Key]struct{}{}, 0 // give back what a backlog took
+		if l.frontPeak.Drained(len(l.inFront)) {
+			l.inFront = Remade(l.inFront) // give back what a backlog took
 		}
 		return key
 	}

@@ -40,9 +40,7 @@ type loops struct {
 	keys map[Key]*loopState
 	// swept is when keys was last rid of the keys with nothing to remember.
 	swept time.Time
-	// peak is the most keys since keys was made anew: a map keeps the size it grew to, and an
-	// initial sync writes every object.
-	peak int
+	peak  Peak // of keys: an initial sync writes every object
 }
 
 // sweep forgets, at most once per LoopWindow, the keys that have nothing left to count: no write
@@ -58,12 +56,8 @@ func (l *loops) sweep(now time.Time) {
 			delete(l.keys, k)
 		}
 	}
-	if l.peak > shrinkAfter && len(l.keys) < l.peak/4 {
-		kept := make(map[Key]*loopState, len(l.keys)) // give back what a burst of writes took
-		for k, st := range l.keys {
-			kept[k] = st
-		}
-		l.keys, l.peak = kept, len(kept)
+	if l.peak.Drained(len(l.keys)) {
+		l.keys = Remade(l.keys) // give back what a burst of writes took
 	}
 }
 
@@ -107,7 +101,7 @@ func (w *Writes) WouldLoop(key Key, content string) bool {
 // the write, when the caller read it; "another actor deleted it" when recreated is set), counted as
 // writes_total{result="loop"} — and the key backs off. New content (an upstream change) starts
 // afresh. It tells whether a loop was found now.
-func (w *Writes) Wrote(ctx context.Context, key Key, content string, recreated bool, about, before *unstructured.Unstructured, ownManager string) bool {
+func (w *Writes) Wrote(ctx context.Context, key Key, content string, recreated bool, about, before *unstructured.Unstructured) bool {
 	now := time.Now()
 	w.loops.mu.Lock()
 	if w.loops.keys == nil {
@@ -118,7 +112,7 @@ func (w *Writes) Wrote(ctx context.Context, key Key, content string, recreated b
 	if st == nil || st.content != content {
 		st = &loopState{content: content, backoff: backoffOf(st)}
 		w.loops.keys[key] = st
-		w.loops.peak = max(w.loops.peak, len(w.loops.keys))
+		w.loops.peak.Saw(len(w.loops.keys))
 	}
 	kept := st.writes[:0]
 	for _, t := range st.writes {
@@ -140,7 +134,7 @@ func (w *Writes) Wrote(ctx context.Context, key Key, content string, recreated b
 
 	other := "another actor (it deleted the object)"
 	if !recreated {
-		other = otherWriters(before, ownManager)
+		other = otherWriters(before, w.fieldManager)
 	}
 	w.loops.mu.Lock()
 	st.other = other

@@ -23,7 +23,7 @@ import (
 func TestWriteLoopDetected(t *testing.T) {
 	m := metrics.New(prometheus.NewRegistry())
 	rec := record.NewFakeRecorder(10)
-	w := NewWrites(metrics.Downsync, m, rec)
+	w := NewWrites(metrics.Downsync, "kubestellar-syncer", m, rec)
 	key := Key{GVR: cm, Namespace: "a", Name: "x"}
 	live := &unstructured.Unstructured{Object: map[string]interface{}{}}
 	now := metav1.Now()
@@ -35,19 +35,19 @@ func TestWriteLoopDetected(t *testing.T) {
 	ctx := context.Background()
 
 	for i := 0; i < 2*LoopWrites; i++ { // an upstream change each time: never a loop
-		if w.Wrote(ctx, key, string(rune('a'+i)), false, about, live, "kubestellar-syncer") {
+		if w.Wrote(ctx, key, string(rune('a'+i)), false, about, live) {
 			t.Fatalf("new content %d taken for a loop", i)
 		}
 	}
 	for i := 1; i < LoopWrites; i++ {
-		if w.Wrote(ctx, key, "same", false, about, live, "kubestellar-syncer") {
+		if w.Wrote(ctx, key, "same", false, about, live) {
 			t.Fatalf("a loop after %d writes", i)
 		}
 	}
 	if !w.WouldLoop(key, "same") || w.WouldLoop(key, "other") {
 		t.Error("WouldLoop does not foresee the loop")
 	}
-	if !w.Wrote(ctx, key, "same", false, about, live, "kubestellar-syncer") {
+	if !w.Wrote(ctx, key, "same", false, about, live) {
 		t.Fatal("no loop after the same content was written again and again")
 	}
 	if left, ok := w.Backoff(key); !ok || left <= 0 || left > LoopBackoff {
@@ -106,11 +106,11 @@ func TestLoopStateMadeAnewAfterABurst(t *testing.T) {
 	}
 	looped := Key{Name: "looped"}
 	l.keys[looped] = &loopState{content: "c", backoff: LoopBackoff}
-	l.peak = len(l.keys)
+	l.peak = Peak{len(l.keys)}
 	before := reflect.ValueOf(l.keys).Pointer()
 	l.sweep(now)
-	if len(l.keys) != 1 || l.keys[looped] == nil || l.peak != 1 || reflect.ValueOf(l.keys).Pointer() == before {
+	if len(l.keys) != 1 || l.keys[looped] == nil || l.peak.n != 1 || reflect.ValueOf(l.keys).Pointer() == before {
 		t.Errorf("after the sweep: %d keys, peak %d, same map %v; want the backed-off key alone in a new map",
-			len(l.keys), l.peak, reflect.ValueOf(l.keys).Pointer() == before)
+			len(l.keys), l.peak.n, reflect.ValueOf(l.keys).Pointer() == before)
 	}
 }

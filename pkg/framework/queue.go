@@ -34,14 +34,11 @@ type Queue struct {
 
 	mu       sync.Mutex
 	observed map[Key]time.Time
-	// peak is the most keys observed at once since observed was last made anew: a map keeps its
-	// size when emptied, and an initial sync fills it with every object.
-	peak     int
+	peak     Peak // of observed
 	failures map[Key]string
+	// processing are the keys a worker processes now.
+	processing map[Key]struct{}
 }
-
-// shrinkAfter is the peak beyond which an emptied observed map is made anew.
-const shrinkAfter = 1024
 
 // NewQueue makes a queue: per-key exponential backoff from 20ms to 5m on errors, and an overall
 // token bucket (qps, burst) on retries.
@@ -56,10 +53,11 @@ func NewQueue(name string, provider workqueue.MetricsProvider, process ProcessFu
 		name: name,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[Key]{Name: name, MetricsProvider: provider,
 			DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[Key]{Name: name, MetricsProvider: provider, Queue: q})}),
-		lanes:    l,
-		process:  process,
-		observed: map[Key]time.Time{},
-		failures: map[Key]string{},
+		lanes:      l,
+		process:    process,
+		observed:   map[Key]time.Time{},
+		failures:   map[Key]string{},
+		processing: map[Key]struct{}{},
 	}
 }
 
@@ -68,7 +66,7 @@ func (q *Queue) Add(key Key) {
 	q.mu.Lock()
 	if _, ok := q.observed[key]; !ok {
 		q.observed[key] = time.Now()
-		q.peak = max(q.peak, len(q.observed))
+		q.peak.Saw(len(q.observed))
 	}
 	q.mu.Unlock()
 	q.queue.Add(key)
@@ -120,8 +118,9 @@ func (q *Queue) processNext(ctx context.Context) bool {
 	q.mu.Lock()
 	observed, hasObserved := q.observed[key]
 	delete(q.observed, key) // a change arriving while this runs is observed anew
-	if len(q.observed) == 0 && q.peak > shrinkAfter {
-		q.observed, q.peak = map[Key]time.Time{}, 0 // give back what a backlog (an initial sync) took
+	q.processing[key] = struct{}{}
+	if q.peak.Drained(len(q.observed)) {
+		q.observed = Remade(q.observed) // give back what a backlog (an initial sync) took
 	}
 	q.mu.Unlock()
 
@@ -131,6 +130,9 @@ func (q *Queue) processNext(ctx context.Context) bool {
 		pctx = context.WithValue(pctx, observedKey{}, observed)
 	}
 	requeueAfter, err := q.process(pctx, key)
+	q.mu.Lock()
+	delete(q.processing, key)
+	q.mu.Unlock()
 
 	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		// Shutdown cancelled the request: not a failure, and nobody is left to retry it.
@@ -190,14 +192,15 @@ func ObservedSince(ctx context.Context) (time.Duration, bool) {
 	return time.Since(t), true
 }
 
-// Pending tells whether a key waits to be processed (added, not processed since) or failed its last
-// attempt: work on it is under way.
+// Pending tells whether a key waits to be processed (added, not processed since), is being
+// processed, or failed its last attempt: work on it is under way.
 func (q *Queue) Pending(key Key) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	_, observed := q.observed[key]
+	_, processing := q.processing[key]
 	_, failing := q.failures[key]
-	return observed || failing
+	return observed || processing || failing
 }
 
 // Failures returns how many keys failed on their last attempt, and up to limit of them as problems

@@ -29,10 +29,12 @@ const DefaultFieldManager = "kubestellar-syncer"
 // what happened.
 type Writes struct {
 	direction string
-	metrics   *metrics.Metrics
-	recorder  record.EventRecorder
-	conflicts ConflictLog
-	loops     loops
+	// fieldManager names the syncer's writes: a loop report names the other writers.
+	fieldManager string
+	metrics      *metrics.Metrics
+	recorder     record.EventRecorder
+	conflicts    ConflictLog
+	loops        loops
 	// loudDeletes logs deletions at level 0 (upsync: deleting upstream removes what others read).
 	loudDeletes bool
 }
@@ -40,9 +42,10 @@ type Writes struct {
 // LogDeletesLoudly makes DeleteOwned log every deletion at level 0 instead of logging.Change.
 func (w *Writes) LogDeletesLoudly() *Writes { w.loudDeletes = true; return w }
 
-// NewWrites returns the write path of one direction. recorder may be nil (no Events).
-func NewWrites(direction string, m *metrics.Metrics, recorder record.EventRecorder) *Writes {
-	return &Writes{direction: direction, metrics: m, recorder: recorder}
+// NewWrites returns the write path of one direction, whose writes go under fieldManager. recorder
+// may be nil (no Events).
+func NewWrites(direction, fieldManager string, m *metrics.Metrics, recorder record.EventRecorder) *Writes {
+	return &Writes{direction: direction, fieldManager: fieldManager, metrics: m, recorder: recorder}
 }
 
 // Applied records a write that applied a change: counted by result, its latency observed, and one
@@ -126,4 +129,11 @@ func ObserveLatency(ctx context.Context, o interface{ Observe(float64) }) {
 	if d, ok := ObservedSince(ctx); ok {
 		o.Observe(d.Seconds())
 	}
+}
+
+// Unmappable records an object that cannot be mapped to the other side: counted as an error and
+// logged at level 0, and not retried until it changes (retrying cannot help).
+func (w *Writes) Unmappable(ctx context.Context, key Key, err error) {
+	w.metrics.Writes.WithLabelValues(w.direction, key.GVR.GroupResource().String(), metrics.Error).Inc()
+	klog.FromContext(ctx).Error(err, "Cannot map the object to the other side; not retrying until it changes")
 }

@@ -1,6 +1,8 @@
 package informermanager
 
 import (
+	"context"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -12,8 +14,8 @@ import (
 type EarlyHandlers interface {
 	// Early returns the function to call with each object of gvr's initial list as it arrives, or
 	// nil when the resource's objects are not wanted early. The function must not keep obj, nor
-	// change it (the informer stores it next): it copies what it keeps.
-	Early(gvr schema.GroupVersionResource) func(obj *unstructured.Unstructured)
+	// change it (the informer stores it next): it copies what it keeps. ctx carries the logger.
+	Early(ctx context.Context, gvr schema.GroupVersionResource) func(obj *unstructured.Unstructured)
 	// EarlyDone tells that gvr's informer has synced or stopped: what Early kept may go.
 	EarlyDone(gvr schema.GroupVersionResource)
 }

@@ -208,11 +208,6 @@ func (i *informer) Get(namespace, name string) (interface{}, error) {
 // getByKey reads one object by its store key (a cluster-aware one, in a hub).
 func (i *informer) getByKey(key string) (interface{}, bool, error) { return i.indexer.GetByKey(key) }
 
-// byIndex reads the objects an index files under value.
-func (i *informer) byIndex(index, value string) ([]interface{}, error) {
-	return i.indexer.ByIndex(index, value)
-}
-
 // List is every object, or those of one namespace.
 func (i *informer) List(namespace string) []interface{} {
 	if namespace == "" {

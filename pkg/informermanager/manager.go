@@ -6,7 +6,6 @@ import (
 	"sort"
 	"sync"
 	"time"
-	"unique"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/logging"
-	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/problem"
 )
 
@@ -47,7 +45,9 @@ type Spec struct {
 
 // Handlers builds the event handler for a resource's informer, and is told when its objects are listed.
 type Handlers interface {
-	HandlerFor(gvr schema.GroupVersionResource) cache.ResourceEventHandler
+	// HandlerFor builds the handler of gvr's informer; ctx carries the logger (side, resource) its
+	// events are logged with.
+	HandlerFor(ctx context.Context, gvr schema.GroupVersionResource) cache.ResourceEventHandler
 	// Synced is told that a resource's objects are listed: those of one namespace (of a resource
 	// watched namespace by namespace) or all of them (""). It is told first when the informer has
 	// listed, then again after every re-list (a dropped watch listed anew): what was decided while the
@@ -137,20 +137,6 @@ type entry struct {
 	earlyOnce sync.Once
 	// held: Set will stop or replace the entry (Hold); until then Cache does not show it.
 	held bool
-}
-
-// part is one list and watch of a resource: cluster-wide, or in one namespace. It runs in a context
-// of its own, so that an entry replaced by one with a changed namespace scope hands over the parts
-// of the namespaces that stay.
-type part struct {
-	namespace string
-	informer  *informer
-	health    Health
-	paced     bool // waits for a listing token before its first list
-	cancel    context.CancelFunc
-	done      chan struct{}
-	released  sync.Once
-	token     bool // holds a listing token
 }
 
 // New returns a Manager for one side; nothing runs until Start.
@@ -266,7 +252,7 @@ func (m *Manager) newEntry(gvr schema.GroupVersionResource, spec Spec, prev *ent
 	}
 	var early func(*unstructured.Unstructured)
 	if eh, ok := m.handlers.(EarlyHandlers); ok {
-		if early = eh.Early(gvr); early != nil {
+		if early = eh.Early(m.logContext(gvr), gvr); early != nil {
 			e.earlyDone = func() { eh.EarlyDone(gvr) }
 		}
 	}
@@ -296,23 +282,6 @@ func (m *Manager) newEntry(gvr schema.GroupVersionResource, spec Spec, prev *ent
 	return e
 }
 
-// inNamespaces accepts the objects of the given namespaces.
-func inNamespaces(namespaces sets.Set[string]) func(interface{}) bool {
-	return func(obj interface{}) bool {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		ns, _, err := cache.SplitMetaNamespaceKey(mustKey(obj))
-		return err == nil && namespaces.Has(ns)
-	}
-}
-
-// mustKey is an object's namespace/name key; "" when it has none.
-func mustKey(obj interface{}) string {
-	k, _ := cache.MetaNamespaceKeyFunc(obj)
-	return k
-}
-
 // handOver gives up the entry's part of a namespace to the entry replacing it, when it lists with
 // the same label selector; nil otherwise (and for a nil entry).
 func (e *entry) handOver(namespace, labelSelector string) *part {
@@ -322,101 +291,6 @@ func (e *entry) handOver(namespace, labelSelector string) *part {
 	p := e.owned[namespace]
 	delete(e.owned, namespace)
 	return p
-}
-
-// newPart makes the informer of a resource in one namespace, or cluster-wide for "" (all of it, or
-// the objects accept keeps), its objects stored as transform makes them; early, if set, is given the
-// objects of its initial lists as they stream in (withEarly).
-func (m *Manager) newPart(gvr schema.GroupVersionResource, spec Spec, namespace string, early func(*unstructured.Unstructured),
-	accept func(interface{}) bool, transform cache.TransformFunc) *part {
-	p := &part{namespace: namespace}
-	var l Lister = m.client.Resource(gvr)
-	description := gvr.String()
-	if namespace != "" {
-		l = m.client.Resource(gvr).Namespace(namespace)
-		description += " in namespace " + namespace
-	}
-	p.informer = newInformer(informerConfig{
-		description: description,
-		lw:          listWatch(l, spec, &p.health, supportsWatchList(m.client), early),
-		health:      &p.health,
-		indexers:    cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-		transform:   transform,
-		accept:      accept,
-		onSynced:    func(first bool) { m.partSynced(gvr, p, first) },
-	})
-	return p
-}
-
-// supportsWatchList tells whether a client may stream lists as watches (a fake cannot).
-func supportsWatchList(client any) bool {
-	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{}, client)
-	u, ok := lw.(interface{ IsWatchListSemanticsUnSupported() bool })
-	return !ok || !u.IsWatchListSemanticsUnSupported()
-}
-
-// partSynced is told by a part's informer that its list is in: the Handlers are told (of its
-// namespace, or all of the resource), and once the whole entry has synced the first time, its early
-// objects may go.
-func (m *Manager) partSynced(gvr schema.GroupVersionResource, p *part, first bool) {
-	if first {
-		p.releaseToken(m)
-	}
-	m.mu.Lock()
-	e, ok := m.informers[gvr]
-	stopped := m.stopped
-	m.mu.Unlock()
-	if stopped || !ok || m.handlers == nil || e.parts[p.namespace] != p {
-		return
-	}
-	m.handlers.Synced(gvr, p.namespace)
-	if e.earlyDone != nil && e.cache.Synced("") {
-		e.earlyOnce.Do(e.earlyDone)
-	}
-}
-
-// start runs a part's informer in a context of its own, unless it runs already; a paced part first
-// waits for a listing token. m.mu is held.
-func (m *Manager) start(p *part) {
-	if p.cancel != nil {
-		return
-	}
-	ctx, cancel := context.WithCancel(m.ctx)
-	p.cancel, p.done = cancel, make(chan struct{})
-	go func() {
-		defer close(p.done)
-		defer p.releaseToken(m)
-		if p.paced {
-			select {
-			case m.listing <- struct{}{}:
-				p.token = true
-			case <-ctx.Done():
-				return
-			}
-		}
-		p.informer.Run(ctx)
-	}()
-}
-
-// releaseToken gives back the part's listing token, if it holds one.
-func (p *part) releaseToken(m *Manager) {
-	p.released.Do(func() {
-		if p.paced {
-			// The token is taken before the informer runs, and the informer syncs only once it runs.
-			if p.token {
-				<-m.listing
-			}
-		}
-	})
-}
-
-// stop cancels a part's informer and waits for it to exit.
-func (p *part) stop() {
-	if p.cancel == nil {
-		return
-	}
-	p.cancel()
-	<-p.done
 }
 
 // deniedNow is the refusal that holds: no list or watch has succeeded since (the first namespace's,
@@ -448,7 +322,7 @@ func (m *Manager) run(e *entry) {
 		logger = logger.WithValues("namespaces", len(e.spec.NamespaceList()), "clusterWide", e.whole)
 	}
 	if m.handlers != nil {
-		reg, err := e.cache.AddHandler(m.handlers.HandlerFor(e.gvr))
+		reg, err := e.cache.AddHandler(m.handlers.HandlerFor(klog.NewContext(m.ctx, logger), e.gvr))
 		if err != nil {
 			logger.Error(err, "Could not add an event handler")
 		}
@@ -613,55 +487,6 @@ func (m *Manager) Running() []schema.GroupVersionResource {
 		out = append(out, gvr)
 	}
 	return out
-}
-
-// transformFor is the transform of an informer as spec asks: managedFields dropped but for the
-// entry of a plain create by spec.Manager (mapping.CreatedEntries), or for a slim cache
-// (spec.AppliedBy) only what mapping.Slim keeps; then held as a framework.Compact, or, decoded (the
-// informers a Source runs), with field names shared (internKeys). Anything but an unstructured
-// object (a Compact, a tombstone) is kept as it is, and so is an object already slim.
-func transformFor(spec Spec, compact bool) cache.TransformFunc {
-	return func(obj interface{}) (interface{}, error) {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			return obj, nil
-		}
-		if spec.AppliedBy == "" {
-			if created := mapping.CreatedEntries(u, spec.Manager); created != nil {
-				_ = unstructured.SetNestedSlice(u.Object, created, "metadata", "managedFields")
-			} else {
-				u.SetManagedFields(nil)
-			}
-		} else if _, done := u.Object[mapping.AppliedField]; !done {
-			u = mapping.Slim(u, spec.AppliedBy)
-		}
-		if compact {
-			return framework.Compacted(u)
-		}
-		internKeys(u.Object)
-		return u, nil
-	}
-}
-
-// internKeys replaces the keys of every map in v by their canonical copies (unique.Make); values are
-// unchanged. Decoded anew for each object, field names and the marks' label and annotation keys are
-// a good part of a small object's size in a decoded cache. unique keeps its canonical copy only while
-// a Handle to it lives, and none is kept: objects decoded between two garbage collections share their
-// names, a later one may get a new copy (measured, docs/performance.md).
-// Assigning to a key already in a map stores the key given (the runtime updates string keys), so the
-// decoded copy is freed.
-func internKeys(v interface{}) {
-	switch t := v.(type) {
-	case map[string]interface{}:
-		for k, e := range t {
-			internKeys(e)
-			t[unique.Make(k).Value()] = e
-		}
-	case []interface{}:
-		for _, e := range t {
-			internKeys(e)
-		}
-	}
 }
 
 // syncPollPeriod is how often a share of a Source's informer is checked for having synced.

@@ -58,7 +58,7 @@ func (r *recorder) namespacesTold(gvr schema.GroupVersionResource) []string {
 	return out
 }
 
-func (r *recorder) HandlerFor(gvr schema.GroupVersionResource) cache.ResourceEventHandler {
+func (r *recorder) HandlerFor(_ context.Context, gvr schema.GroupVersionResource) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{AddFunc: func(interface{}) {
 		r.mu.Lock()
 		r.events[gvr]++

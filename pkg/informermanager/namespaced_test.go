@@ -83,6 +83,8 @@ func TestNamespacedCache(t *testing.T) {
 		t.Errorf("namespaces the handlers were told listed (-want +got):\n%s", diff)
 	}
 
+	// The fake client replays nothing to a watch opened after a change: wait for the watches first.
+	waitFor(t, "the watches", func() bool { return len(lists(client, "watch", cms)) == 2 })
 	for _, verb := range []string{"list", "watch"} {
 		got := lists(client, verb, cms)
 		sort.Strings(got)
@@ -249,6 +251,8 @@ func TestManyNamespacesWatchedWhole(t *testing.T) {
 	if diff := cmp.Diff([]string{"n0/x", "n1/y"}, keysOf(c)); diff != "" {
 		t.Errorf("keys (-want +got):\n%s", diff)
 	}
+	// The fake client replays nothing to a watch opened after a change: wait for the watch first.
+	waitFor(t, "the cluster-wide watch", func() bool { return len(lists(client, "watch", cms)) == 1 })
 	if _, err := client.Resource(cms).Namespace("other").Create(ctx, cm("other", "later"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

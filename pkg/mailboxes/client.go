@@ -12,9 +12,10 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kubestellar/syncer/pkg/mapping"
+	"github.com/kubestellar/syncer/pkg/wellknown"
 )
 
-var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+var namespacesGVR = wellknown.Namespaces
 
 // edgeClient is a workspace's engine's client of the edge: it names objects as the engine does
 // (upstream namespaces) and writes them where the workspace's objects live at the edge (the mapped

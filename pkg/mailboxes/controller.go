@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,12 +32,13 @@ import (
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/metrics"
 	"github.com/kubestellar/syncer/pkg/syncer"
+	"github.com/kubestellar/syncer/pkg/wellknown"
 )
 
 var (
 	// EndpointSliceGVR is kcp's APIExportEndpointSlice: where an APIExport's virtual workspace is.
 	EndpointSliceGVR = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha1", Resource: "apiexportendpointslices"}
-	apiBindingsGR    = schema.GroupResource{Group: "apis.kcp.io", Resource: "apibindings"}
+	apiBindingsGR    = wellknown.APIBindings
 )
 
 // Config is what NewController needs.
@@ -102,9 +102,7 @@ func NewController(cfg Config) (*Controller, error) {
 	}
 	c := &Controller{
 		cfg: cfg, m: cfg.Engine.Metrics, ownerLabel: mapping.OwnerLabelValue(cfg.Engine.SyncTargetName), namespaces: NewNamespaces(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](500*time.Millisecond, time.Minute),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "workspaces", MetricsProvider: cfg.Engine.Metrics.WorkqueueProvider()}),
+		queue:   framework.NewLoopQueue[string]("workspaces", cfg.Engine.Metrics.WorkqueueProvider()),
 		engines: map[logicalcluster.Name]*engine{}, marked: map[logicalcluster.Name]map[schema.GroupResource]schema.GroupVersionResource{},
 	}
 	c.downDisc = newSharedDiscovery(cfg.DownstreamDiscovery)
@@ -114,13 +112,13 @@ func NewController(cfg Config) (*Controller, error) {
 		// Streamed lists are keyed by namespace and name, as this store is.
 		WatchList: true, OnChange: c.updateGauges})
 	c.m.SetObjectCounter(c.countObjects)
-	c.m.SetReachabilityHook(c.reachability)
 	return c, nil
 }
 
 // Run serves the workspaces until ctx is done; it returns once every engine and informer stopped.
 func (c *Controller) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrashWithContext(ctx)
+	defer c.queue.ShutDown() // its goroutines run from NewController on, whether the loop ran or not
 	logger := klog.FromContext(ctx)
 	outer := ctx
 	ctx, moved := context.WithCancelCause(ctx)
@@ -184,112 +182,19 @@ func (c *Controller) Run(ctx context.Context) error {
 
 	defer c.engineWG.Wait()
 	defer c.stopAll()
+	var refresh sync.WaitGroup
+	defer refresh.Wait()
 	if p := c.cfg.Engine.DiscoveryRefreshPeriod; p > 0 {
-		go c.refreshDiscovery(ctx, p)
+		refresh.Go(func() { c.refreshDiscovery(ctx, p) })
 	}
-	go func() {
-		<-ctx.Done()
-		c.queue.ShutDown()
-	}()
-	for {
-		key, shutdown := c.queue.Get()
-		if shutdown {
-			return stopCause(outer, ctx, nil)
-		}
-		if err := c.reconcile(ctx, logicalcluster.Name(key)); err != nil {
+	framework.RunLoop(ctx, c.queue, func(ctx context.Context, key string) (time.Duration, error) {
+		err := c.reconcile(ctx, logicalcluster.Name(key))
+		if err != nil && ctx.Err() == nil {
 			logger.Error(err, "Could not bring a workspace's engine in line; retrying", "workspace", key)
-			c.queue.AddRateLimited(key)
-		} else {
-			c.queue.Forget(key)
 		}
-		c.queue.Done(key)
-	}
-}
-
-// watchURL watches the APIExportEndpointSlice (with provider, whose Stop ends the watch), and returns
-// its virtual workspace URL once it shows one. The watch goes on: a later, different URL (the export
-// moved) cancels moved, for Run to return an error and the process to start again against the new one.
-func (c *Controller) watchURL(ctx context.Context, provider *informermanager.Manager, moved context.CancelCauseFunc) (string, error) {
-	logger := klog.FromContext(ctx)
-	found := make(chan string, 1)
-	var mu sync.Mutex
-	url, last := "", ""
-	see := func(obj interface{}) {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		switch now := endpointURL(u); {
-		case now == "" && url == "":
-			if last != "no URL" {
-				logger.Info("Waiting for the APIExportEndpointSlice to show a URL (kcp publishes it with the first binding)", "endpointSlice", c.cfg.EndpointSlice)
-			}
-			last = "no URL"
-		case url == "" && now != "":
-			url = now
-			found <- now
-		case now != "" && now != url:
-			moved(fmt.Errorf("the APIExport's virtual workspace moved from %s to %s; starting again", url, now))
-		}
-	}
-	slices, err := provider.Watch(EndpointSliceGVR, informermanager.Configs, informermanager.Spec{FieldSelector: "metadata.name=" + c.cfg.EndpointSlice},
-		cache.ResourceEventHandlerFuncs{AddFunc: see, UpdateFunc: func(_, obj interface{}) { see(obj) }})
-	if err != nil {
-		return "", err
-	}
-	refused := ""
-	for !slices.Synced("") {
-		if err := slices.Denied(); err != nil && err.Error() != refused {
-			logger.Error(err, "Cannot watch the APIExportEndpointSlice in the workspace of --from-kubeconfig (is it a kcp workspace, and may the syncer read apiexportendpointslices?)",
-				"endpointSlice", c.cfg.EndpointSlice)
-			refused = err.Error()
-		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	if len(slices.List("")) == 0 {
-		logger.Error(nil, "The APIExportEndpointSlice does not exist (yet) in the workspace of --from-kubeconfig; waiting for it", "endpointSlice", c.cfg.EndpointSlice)
-	}
-	select {
-	case u := <-found:
-		return u, nil
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
-}
-
-// stopCause is what Run returns when ctx ended: nil when the caller's context did, the cause when the
-// virtual workspace moved.
-func stopCause(outer, ctx context.Context, err error) error {
-	select {
-	case <-outer.Done(): // shutting down
-		return nil
-	default:
-	}
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	default:
-		return err
-	}
-}
-
-// endpointURL is the first URL in an APIExportEndpointSlice's status.
-func endpointURL(slice *unstructured.Unstructured) string {
-	eps, _, _ := unstructured.NestedSlice(slice.Object, "status", "endpoints")
-	for _, ep := range eps {
-		if m, ok := ep.(map[string]interface{}); ok {
-			if u, ok := m["url"].(string); ok && u != "" {
-				return u
-			}
-		}
-	}
-	return ""
+		return 0, err
+	})
+	return stopCause(outer, ctx, nil)
 }
 
 // connect makes the clients of the virtual workspace and the upstream hub.
@@ -424,268 +329,6 @@ func (c *Controller) scanResource(ctx context.Context, gvr schema.GroupVersionRe
 		if opts.Continue = list.GetContinue(); opts.Continue == "" {
 			return nil
 		}
-	}
-}
-
-// reconcile brings one workspace's engine in line with its binding: a bound workspace has a running
-// engine; an unbound one with an engine (or objects at the edge) is drained, and its engine stopped
-// once drained.
-func (c *Controller) reconcile(ctx context.Context, cluster logicalcluster.Name) error {
-	logger := klog.FromContext(ctx).WithValues("workspace", cluster.String())
-	present, bound := c.binding(cluster)
-	c.mu.Lock()
-	e := c.engines[cluster]
-	_, marked := c.marked[cluster]
-	c.mu.Unlock()
-	switch decide(present, bound, e != nil, e != nil && e.draining.Load(), marked) {
-	case restart: // bound again while draining: a fresh engine takes its objects back
-		logger.Info("Workspace bound again; restarting its engine")
-		c.stop(cluster, e)
-		// What the drain had not deleted yet may be in resources the start-up scan knows nothing of:
-		// the fresh engine scans the edge itself.
-		return c.startEngine(ctx, cluster, false, true)
-	case start:
-		logger.Info("Workspace bound; starting its engine")
-		return c.start(ctx, cluster, false)
-	case drain:
-		logger.Info("Workspace no longer bound; deleting its objects at the edge")
-		e.draining.Store(true)
-		e.s.Drain()
-		c.updateGauges()
-	case checkDrained:
-		if e.s.Drained() {
-			logger.Info("Workspace's objects deleted at the edge; stopping its engine")
-			c.stop(cluster, e)
-			c.mu.Lock()
-			delete(c.marked, cluster)
-			c.mu.Unlock()
-		}
-	case startDraining:
-		logger.Info("Workspace not bound, but objects of it are at the edge; deleting them")
-		return c.start(ctx, cluster, true)
-	}
-	return nil
-}
-
-// action is what reconcile does for a workspace.
-type action int
-
-const (
-	nothing       action = iota
-	start                // run its engine
-	restart              // stop its draining engine, run a fresh one
-	drain                // make its engine delete what it wrote at the edge
-	checkDrained         // stop its draining engine once it is done
-	startDraining        // run an engine that deletes what is left of the workspace at the edge
-)
-
-// decide is reconcile's decision. present: the workspace has an APIBinding that is not being
-// deleted; bound: one in phase Bound; running, draining: its engine; marked: objects of it were found
-// at the edge at start. Only a binding that is gone drains: one that leaves phase Bound for a while
-// (kcp rebinding after the export changed) deletes nothing.
-func decide(present, bound, running, draining, marked bool) action {
-	switch {
-	case bound && running && draining:
-		return restart
-	case bound && !running:
-		return start
-	case present:
-		return nothing // served, not bound yet, or not Bound for now
-	case running && !draining:
-		return drain
-	case running:
-		return checkDrained
-	case marked:
-		return startDraining
-	}
-	return nothing
-}
-
-// start runs the engine of a workspace (draining from the start when drain).
-func (c *Controller) start(ctx context.Context, cluster logicalcluster.Name, drain bool) error {
-	return c.startEngine(ctx, cluster, drain, false)
-}
-
-// startEngine runs the engine of a workspace; with rescan it looks for its objects at the edge
-// itself instead of taking the start-up scan's findings.
-func (c *Controller) startEngine(ctx context.Context, cluster logicalcluster.Name, drain, rescan bool) error {
-	cfg := c.cfg.Engine
-	cfg.UpstreamDynamic = c.client.Cluster(cluster.Path())
-	cfg.UpstreamDiscovery = c.upDisc
-	cfg.DownstreamDynamic = EdgeClient(c.cfg.Downstream, cluster.String(), c.namespaces)
-	cfg.DownstreamDiscovery = c.downDisc
-	cfg.DiscoveryRefreshPeriod = 0 // the controller refreshes every engine at once (refreshDiscovery)
-	cfg.UpstreamSource = upSource{hub: c.upHub, cluster: cluster}
-	cfg.DownstreamSource = downSource{hub: c.downHub, cluster: cluster.String(), namespaces: c.namespaces}
-	cfg.Cluster = cluster.String()
-	cfg.Embedded = true
-	if !rescan {
-		c.mu.Lock()
-		owned := c.marked[cluster] // found by the scan at start: the engine does not scan again
-		c.mu.Unlock()
-		cfg.DownstreamOwned = func() map[schema.GroupResource]schema.GroupVersionResource { return owned }
-	}
-	cfg.OnResolved = func() {
-		c.queue.Add(cluster.String())
-		c.updateGauges()
-	}
-	runCtx, cancel := context.WithCancel(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("workspace", cluster.String())))
-	var stopRecorder func()
-	if c.cfg.NewRecorder != nil {
-		wsCfg := rest.CopyConfig(c.vw)
-		wsCfg.Host = c.vw.Host + cluster.Path().RequestPath()
-		cfg.Recorder, stopRecorder = c.cfg.NewRecorder(runCtx, cluster, wsCfg)
-	}
-	s, err := syncer.New(cfg)
-	if err != nil {
-		cancel()
-		if stopRecorder != nil {
-			stopRecorder()
-		}
-		return err
-	}
-	if drain {
-		s.Drain()
-	}
-	e := &engine{s: s, cancel: cancel, done: make(chan struct{})}
-	e.draining.Store(drain)
-	c.mu.Lock()
-	c.engines[cluster] = e
-	c.mu.Unlock()
-	c.engineWG.Add(1)
-	go func() {
-		defer c.engineWG.Done()
-		defer close(e.done)
-		if stopRecorder != nil {
-			defer stopRecorder()
-		}
-		if err := s.Run(runCtx); err != nil && runCtx.Err() == nil {
-			klog.FromContext(runCtx).Error(err, "Workspace engine stopped")
-		}
-	}()
-	c.updateGauges()
-	return nil
-}
-
-// stop stops a workspace's engine and waits for it.
-func (c *Controller) stop(cluster logicalcluster.Name, e *engine) {
-	e.cancel()
-	<-e.done
-	c.mu.Lock()
-	if c.engines[cluster] == e {
-		delete(c.engines, cluster)
-	}
-	c.mu.Unlock()
-	c.updateGauges()
-}
-
-func (c *Controller) stopAll() {
-	c.mu.Lock()
-	engines := c.engines
-	c.engines = map[logicalcluster.Name]*engine{}
-	c.mu.Unlock()
-	for _, e := range engines {
-		e.cancel()
-	}
-	for _, e := range engines {
-		<-e.done
-	}
-}
-
-// refreshDiscovery re-reads both sides' discovery for every engine every period (the engines'
-// DiscoveryRefreshPeriod, which they then do not run themselves): one walk for all of them.
-func (c *Controller) refreshDiscovery(ctx context.Context, period time.Duration) {
-	framework.Every(ctx, period, func() {
-		for _, e := range c.engineList() {
-			e.s.Rediscover() // the shared caches too: an engine's invalidation is passed on
-		}
-	})
-}
-
-// engineList is the engines running now.
-func (c *Controller) engineList() []*engine {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]*engine, 0, len(c.engines))
-	for _, e := range c.engines {
-		out = append(out, e)
-	}
-	return out
-}
-
-// Ready tells whether every bound workspace is served: the virtual workspace known, the bindings
-// listed, and every workspace's engine ready.
-func (c *Controller) Ready() error {
-	c.mu.Lock()
-	bindings := c.bindings
-	engines := make(map[logicalcluster.Name]*engine, len(c.engines))
-	for k, v := range c.engines {
-		engines[k] = v
-	}
-	c.mu.Unlock()
-	if bindings == nil || !bindings.Synced("") {
-		return fmt.Errorf("waiting for the APIExportEndpointSlice %q and the workspaces' bindings", c.cfg.EndpointSlice)
-	}
-	names := make([]string, 0, len(engines))
-	for k := range engines {
-		names = append(names, k.String())
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		e := engines[logicalcluster.Name(name)]
-		if e.draining.Load() {
-			continue
-		}
-		if err := e.s.Ready(); err != nil {
-			return fmt.Errorf("workspace %s: %w", name, err)
-		}
-	}
-	return nil
-}
-
-// countObjects sums objects_managed over the engines.
-func (c *Controller) countObjects(add func(direction, resource string, n int)) {
-	engines := c.engineList()
-	type dr struct{ direction, resource string }
-	sums := map[dr]int{}
-	for _, e := range engines {
-		e.s.ObjectCounts(func(direction, resource string, n int) { sums[dr{direction, resource}] += n })
-	}
-	for k, n := range sums {
-		add(k.direction, k.resource, n)
-	}
-}
-
-// reachability passes a side's reachability on to every engine.
-func (c *Controller) reachability(side string, reachable bool) {
-	engines := c.engineList()
-	for _, e := range engines {
-		e.s.Reachability(side, reachable)
-	}
-}
-
-// updateGauges sets the workspace gauge and the shared informers' gauges.
-func (c *Controller) updateGauges() {
-	c.mu.Lock()
-	syncing, draining := 0, 0
-	for _, e := range c.engines {
-		if e.draining.Load() {
-			draining++
-		} else {
-			syncing++
-		}
-	}
-	hubs := map[string]*informermanager.Hub{syncer.Upstream: c.upHub, syncer.Downstream: c.downHub}
-	c.mu.Unlock()
-	c.m.Workspaces.WithLabelValues(metrics.WorkspaceSyncing).Set(float64(syncing))
-	c.m.Workspaces.WithLabelValues(metrics.WorkspaceDraining).Set(float64(draining))
-	for side, h := range hubs {
-		if h == nil {
-			continue
-		}
-		running, synced := h.Counts()
-		c.m.InformersRunning.WithLabelValues(side).Set(float64(running))
-		c.m.InformersSynced.WithLabelValues(side).Set(float64(synced))
 	}
 }
 

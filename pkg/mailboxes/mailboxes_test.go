@@ -2,12 +2,16 @@ package mailboxes
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
 	"github.com/kcp-dev/logicalcluster/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,12 +20,15 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	discoveryfake "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/mapping"
+	"github.com/kubestellar/syncer/pkg/metrics"
+	"github.com/kubestellar/syncer/pkg/syncer"
 )
 
 var configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
@@ -253,4 +260,35 @@ func TestSharedDiscovery(t *testing.T) {
 	if got := len(fake.Actions()) - first; got != 3 {
 		t.Errorf("after an invalidation, 3 walks made %d requests, want 3", got)
 	}
+}
+
+// TestRunStopsEverything: Run returns once ctx is done, having stopped every goroutine it started,
+// here while it waits for the APIExportEndpointSlice (the provider workspace refuses every request).
+func TestRunStopsEverything(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}`, http.StatusForbidden)
+	}))
+	defer refuse.Close()
+	edge := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	c, err := NewController(Config{Provider: &rest.Config{Host: refuse.URL}, EndpointSlice: "slice", Downstream: edge,
+		DownstreamDiscovery: &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{}},
+		Engine:              syncer.Config{Metrics: metrics.New(prometheus.NewRegistry())}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	time.Sleep(300 * time.Millisecond) // let it list and be refused a few times; not a wait on a result
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	refuse.CloseClientConnections()
 }

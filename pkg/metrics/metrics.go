@@ -2,8 +2,6 @@ package metrics
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -80,10 +78,6 @@ type Metrics struct {
 	// SyncLatency is the time from observing a change (the first event that enqueued an object) to
 	// the write that applied it, by direction and resource.
 	SyncLatency *prometheus.HistogramVec
-	// Reachable is 0 while a side is known to be unreachable (the last request to it got no HTTP
-	// response, or one has waited longer than HungAfter), else 1: a side not asked yet counts as
-	// reachable, as in Reachability.
-	Reachable *prometheus.GaugeVec
 	// Leader is 1 while this process is the leader (or runs without leader election).
 	Leader prometheus.Gauge
 	// LastHeartbeat is the Unix time of the last heartbeat written upstream; absent until the first
@@ -100,25 +94,6 @@ type Metrics struct {
 
 	queue   queueMetrics
 	objects *objectsCollector
-
-	reachMu  sync.Mutex
-	reach    map[string]reachability
-	inflight map[string]map[*http.Request]time.Time // non-watch requests waiting for a response, by side
-	onChange func(side string, reachable bool)
-}
-
-// HungAfter is how long a request may wait for its response before its side counts as unreachable:
-// a hung apiserver accepts connections and answers nothing, so no error would ever say so.
-const HungAfter = 10 * time.Second
-
-// RequestTimeout bounds every request but watches, so that a hung side cannot hold a worker (or the
-// heartbeat) for ever.
-const RequestTimeout = 30 * time.Second
-
-type reachability struct {
-	ok      bool
-	lastErr string
-	since   time.Time
 }
 
 type queueMetrics struct {
@@ -164,9 +139,6 @@ func New(reg prometheus.Registerer) *Metrics {
 		SyncLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "sync_latency_seconds",
 			Help:    "Time from observing a change to the write that applied it, by direction and resource.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}, []string{"direction", "resource"}),
-		Reachable: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "reachable",
-			Help: "0 while a side is unreachable (the last request got no HTTP response, or one has waited over 10s), else 1 (also before the first request)."},
-			[]string{"side"}),
 		Leader: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "leader",
 			Help: "1 while this process leads (always 1 without --leader-elect)."}),
 		LastHeartbeat: newTimestamp(prometheus.GaugeOpts{Namespace: namespace, Name: "last_heartbeat_timestamp_seconds",
@@ -179,8 +151,6 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "Client side rate limiter latency in seconds. Broken down by verb, and host.", Buckets: restClientBuckets}, []string{"verb", "host"}),
 		objects: &objectsCollector{desc: prometheus.NewDesc(namespace+"_objects_managed",
 			"Objects the syncer manages, by direction (downsync: owned edge objects; upsync: upstream copies) and resource.", []string{"direction", "resource"}, nil)},
-		reach:    map[string]reachability{},
-		inflight: map[string]map[*http.Request]time.Time{},
 	}
 	// client-go's workqueue metrics, with the names, help and buckets Kubernetes components give them
 	// (k8s.io/component-base/metrics/prometheus/workqueue), on this registry.
@@ -202,14 +172,13 @@ func New(reg prometheus.Registerer) *Metrics {
 		Help: "Total number of retries handled by workqueue"}, []string{"name"})
 
 	for _, side := range Sides {
-		m.Reachable.WithLabelValues(side).Set(1)
 		m.InformersRunning.WithLabelValues(side).Set(0)
 		m.InformersSynced.WithLabelValues(side).Set(0)
 		for verb, code := range successCodes {
 			m.APIRequests.WithLabelValues(side, verb, code)
 		}
 	}
-	reg.MustRegister(m.APIRequests, m.Writes, m.Orphans, m.Workspaces, m.InformersRunning, m.InformersSynced, m.SyncLatency, reachableCollector{m}, m.Leader,
+	reg.MustRegister(m.APIRequests, m.Writes, m.Orphans, m.Workspaces, m.InformersRunning, m.InformersSynced, m.SyncLatency, m.Leader,
 		m.LastHeartbeat, m.ClientRequests, m.ClientRequestLatency, m.ClientRateLimiterLatency, m.objects,
 		q.depth, q.adds, q.latency, q.workDuration, q.unfinished, q.longest, q.retries,
 		buildInfo(version.Get()))
@@ -302,8 +271,7 @@ func (c *objectsCollector) Collect(ch chan<- prometheus.Metric) {
 	})
 }
 
-// InstrumentTransport counts every request sent through rt on APIRequests with the given side, and
-// records whether the side is reachable.
+// InstrumentTransport counts every request sent through rt on APIRequests, with the given side.
 func (m *Metrics) InstrumentTransport(side string, rt http.RoundTripper) http.RoundTripper {
 	return roundTripper{side: side, next: rt, m: m}
 }
@@ -315,141 +283,13 @@ type roundTripper struct {
 }
 
 func (r roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	verb := Verb(req.Method, req.URL.Path, req.URL.Query().Get("watch"))
-	if verb == "WATCH" {
-		return r.send(req, verb, req.Context(), func() {})
-	}
-	ctx, cancel := context.WithTimeout(req.Context(), RequestTimeout)
-	timed := req.WithContext(ctx)
-	r.m.track(r.side, timed, true)
-	defer r.m.track(r.side, timed, false) // waiting for the response, not reading its body
-	return r.send(timed, verb, req.Context(), cancel)
-}
-
-// send sends req and records the outcome. cancel releases req's context: at once when it fails, else
-// when the response body is closed (the body is read after RoundTrip returns).
-func (r roundTripper) send(req *http.Request, verb string, caller context.Context, cancel context.CancelFunc) (*http.Response, error) {
 	resp, err := r.next.RoundTrip(req)
 	code := "error"
 	if err == nil {
 		code = strconv.Itoa(resp.StatusCode)
-		resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
 	}
-	r.m.APIRequests.WithLabelValues(r.side, verb, code).Inc()
-	if caller.Err() == nil {
-		// A request the caller cancelled says nothing about the server; one that timed out does.
-		r.m.observeReachability(r.side, err)
-	}
-	if err != nil {
-		cancel()
-	}
+	r.m.APIRequests.WithLabelValues(r.side, Verb(req.Method, req.URL.Path, req.URL.Query().Get("watch")), code).Inc()
 	return resp, err
-}
-
-// cancelOnClose releases a request's timeout when its response body is closed.
-type cancelOnClose struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (c *cancelOnClose) Close() error {
-	err := c.ReadCloser.Close()
-	c.cancel()
-	return err
-}
-
-// track records a non-watch request as in flight, or done.
-func (m *Metrics) track(side string, req *http.Request, start bool) {
-	m.reachMu.Lock()
-	defer m.reachMu.Unlock()
-	if m.inflight[side] == nil {
-		m.inflight[side] = map[*http.Request]time.Time{}
-	}
-	if start {
-		m.inflight[side][req] = time.Now()
-	} else {
-		delete(m.inflight[side], req)
-	}
-}
-
-// SetReachabilityHook sets what is told when a side becomes reachable again, or unreachable.
-func (m *Metrics) SetReachabilityHook(fn func(side string, reachable bool)) {
-	m.reachMu.Lock()
-	m.onChange = fn
-	m.reachMu.Unlock()
-}
-
-func (m *Metrics) observeReachability(side string, err error) {
-	m.reachMu.Lock()
-	prev, seen := m.reach[side]
-	now := reachability{ok: err == nil, since: prev.since}
-	if err != nil {
-		now.lastErr = err.Error()
-	}
-	changed := !seen || prev.ok != now.ok
-	if changed {
-		now.since = time.Now()
-		v := 0.0
-		if now.ok {
-			v = 1
-		}
-		m.Reachable.WithLabelValues(side).Set(v)
-	}
-	m.reach[side] = now
-	hook := m.onChange
-	m.reachMu.Unlock()
-	if changed && seen && hook != nil {
-		hook(side, now.ok)
-	}
-}
-
-// reachableCollector brings the reachable gauge up to date (a request waiting too long) at each scrape.
-type reachableCollector struct{ m *Metrics }
-
-func (c reachableCollector) Describe(ch chan<- *prometheus.Desc) { c.m.Reachable.Describe(ch) }
-
-func (c reachableCollector) Collect(ch chan<- prometheus.Metric) {
-	c.m.reachMu.Lock()
-	sides := make([]string, 0, len(c.m.reach)+len(c.m.inflight))
-	for side := range c.m.reach {
-		sides = append(sides, side)
-	}
-	for side := range c.m.inflight {
-		sides = append(sides, side)
-	}
-	c.m.reachMu.Unlock()
-	for _, side := range sides {
-		c.m.Reachability(side)
-	}
-	c.m.Reachable.Collect(ch)
-}
-
-// Reachability tells whether a side answers: the last request got an HTTP response (true before any
-// request) and no request has waited longer than HungAfter for one. When not, it gives the last
-// transport error (or the wait) and since when that holds.
-func (m *Metrics) Reachability(side string) (ok bool, lastErr string, since time.Time) {
-	m.reachMu.Lock()
-	defer m.reachMu.Unlock()
-	var oldest time.Time
-	var waiting *http.Request
-	for req, t := range m.inflight[side] {
-		if oldest.IsZero() || t.Before(oldest) {
-			oldest, waiting = t, req
-		}
-	}
-	if waiting != nil && time.Since(oldest) > HungAfter {
-		m.Reachable.WithLabelValues(side).Set(0)
-		return false, fmt.Sprintf("no response for %s to %s %s", time.Since(oldest).Round(time.Second), waiting.Method, waiting.URL.Path),
-			oldest.Add(HungAfter)
-	}
-	r, seen := m.reach[side]
-	if !seen {
-		return true, "", time.Time{}
-	}
-	if r.ok {
-		m.Reachable.WithLabelValues(side).Set(1)
-	}
-	return r.ok, r.lastErr, r.since
 }
 
 // Verb classifies a request the way the apiserver does: a GET of a collection is a LIST, a GET with

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kubestellar/syncer/pkg/reachability"
 	"github.com/kubestellar/syncer/pkg/version"
 )
 
@@ -75,7 +75,8 @@ func TestInstrumentTransportCounts(t *testing.T) {
 func TestWorkqueueMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := New(reg)
-	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+	// The retry waits an hour, so that it is counted as a retry and not yet as an add.
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Hour, time.Hour),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "downsync", MetricsProvider: m.WorkqueueProvider()})
 	defer q.ShutDown()
 	q.Add("a")
@@ -138,6 +139,7 @@ workqueue_retries_total{name="downsync"} 0
 func TestSeriesFromTheStart(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := New(reg)
+	reachability.New(reg, Upstream, Downstream) // as cmd/syncer registers it, on the same registry
 	want := `
 # HELP kubestellar_syncer_informers_running Informers running, by side.
 # TYPE kubestellar_syncer_informers_running gauge
@@ -183,37 +185,6 @@ kubestellar_syncer_reachable{side="upstream"} 1
 	}
 	if v := testutil.ToFloat64(m.LastHeartbeat); v < float64(time.Now().Add(-time.Minute).Unix()) || v > float64(time.Now().Unix()+1) {
 		t.Errorf("last heartbeat %v, want now", v)
-	}
-}
-
-func TestReachabilityFromTransport(t *testing.T) {
-	m := New(prometheus.NewRegistry())
-	if ok, _, _ := m.Reachability("upstream"); !ok {
-		t.Error("a side is reachable until a request fails")
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	url := srv.URL
-	client := &http.Client{Transport: m.InstrumentTransport("upstream", http.DefaultTransport)}
-	if resp, err := client.Get(url + "/api"); err == nil {
-		resp.Body.Close()
-	}
-	if got := testutil.ToFloat64(m.Reachable.WithLabelValues("upstream")); got != 1 {
-		t.Errorf("reachable = %v after a response", got)
-	}
-	srv.Close()
-	if resp, err := client.Get(url + "/api"); err == nil {
-		resp.Body.Close()
-		t.Fatal("request to a closed server succeeded")
-	}
-	ok, lastErr, since := m.Reachability("upstream")
-	if ok || lastErr == "" || since.IsZero() {
-		t.Errorf("after a transport error: ok=%v lastErr=%q since=%v", ok, lastErr, since)
-	}
-	if got := testutil.ToFloat64(m.Reachable.WithLabelValues("upstream")); got != 0 {
-		t.Errorf("reachable = %v after a transport error", got)
-	}
-	if got := testutil.ToFloat64(m.APIRequests.WithLabelValues("upstream", "DISCOVERY", "error")); got != 1 {
-		t.Errorf("error requests counted %v", got)
 	}
 }
 
@@ -293,46 +264,6 @@ func histogram(name, labels string, buckets []float64, v float64) string {
 	}
 	fmt.Fprintf(&b, "%s_bucket{%s,le=\"+Inf\"} 1\n%s_sum{%s} %v\n%s_count{%s} 1\n", name, labels, name, labels, v, name, labels)
 	return b.String()
-}
-
-// TestHungSideIsUnreachable: a request that has waited longer than HungAfter makes its side
-// unreachable (in Reachability and in the gauge at scrape time) though no error came back; when it
-// ends the side is reachable again and the hook hears of both changes.
-func TestHungSideIsUnreachable(t *testing.T) {
-	m := New(prometheus.NewRegistry())
-	var changes []bool
-	m.SetReachabilityHook(func(side string, ok bool) { changes = append(changes, ok) })
-	m.observeReachability("upstream", nil)
-	req, _ := http.NewRequest(http.MethodPatch, "https://up/apis/x/v1/things/a", nil)
-	m.track("upstream", req, true)
-	m.inflight["upstream"][req] = time.Now().Add(-HungAfter - time.Second) // waited 11 s
-	ok, msg, _ := m.Reachability("upstream")
-	if ok || !strings.Contains(msg, "no response for") || !strings.Contains(msg, "PATCH /apis/x/v1/things/a") {
-		t.Fatalf("hung: ok=%v %q", ok, msg)
-	}
-	if got := gatheredReachable(t, m); got != 0 {
-		t.Errorf("reachable gauge %v while hung", got)
-	}
-	m.track("upstream", req, false)
-	m.observeReachability("upstream", errors.New("context deadline exceeded"))
-	m.observeReachability("upstream", nil)
-	if ok, _, _ := m.Reachability("upstream"); !ok || gatheredReachable(t, m) != 1 {
-		t.Error("not reachable again after a response")
-	}
-	if fmt.Sprint(changes) != "[false true]" {
-		t.Errorf("hook heard %v, want [false true]", changes)
-	}
-}
-
-func gatheredReachable(t *testing.T, m *Metrics) float64 {
-	t.Helper()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(reachableCollector{m})
-	n, err := testutil.GatherAndCount(reg, "kubestellar_syncer_reachable")
-	if err != nil || n != len(Sides) {
-		t.Fatalf("gathered %d series: %v", n, err)
-	}
-	return testutil.ToFloat64(m.Reachable.WithLabelValues("upstream"))
 }
 
 // TestBuildInfo: New registers kubestellar_syncer_build_info, 1, labelled with this binary's version,

@@ -157,91 +157,98 @@ func (r *Resource) ServedDownstream() bool { return !r.Downstream.GVR.Empty() }
 func Resolve(sel *Selection, up, down *Index) (map[schema.GroupResource]*Resource, []problem.Problem) {
 	out := map[schema.GroupResource]*Resource{}
 	var problems []problem.Problem
-	add := func(req Request, r APIResource) {
-		gr := r.GVR.GroupResource()
-		if _, ok := out[gr]; ok {
-			return
-		}
-		res := &Resource{Upstream: r, Rename: sel.Conversions().For(r.GVK())}
-		if res.Rename != nil && res.Rename.Down != res.Rename.Up {
-			// A conversion: the edge serves the natural form, once its API is there.
-			if d, ok := down.LookupKind(res.Rename.Down); ok {
-				res.Downstream = d
-			}
-			out[gr] = res
-			return
-		}
-		// The object is applied with its upstream apiVersion, so the edge must serve that version.
-		if d, ok := down.byGR[gr][r.GVR.Version]; ok {
-			res.Downstream = d
-		} else if len(down.byGR[gr]) > 0 {
-			problems = append(problems, req.problems(problem.NotServedDownstream, gr,
-				fmt.Sprintf("resource %q is served downstream, but not at version %s", gr, r.GVR.Version))...)
-		}
-		out[gr] = res
-	}
 	for _, req := range sel.Requests() {
+		var found []APIResource
 		if req.Resource == wildcard {
-			version := req.Version
-			if !up.servesGroupVersion(req.Group, version) {
-				version = up.preferred[req.Group]
-				if req.Version != "" && version != "" {
-					problems = append(problems, req.problems(problem.VersionFallback, schema.GroupResource{Group: req.Group, Resource: wildcard},
-						fmt.Sprintf("group %q is not served upstream at version %s; using %s", req.Group, req.Version, version))...)
-				}
-			}
-			n := 0
-			for _, r := range up.byGroup[req.Group] {
-				if r.Namespaced != req.Namespaced || !r.Syncable() {
-					continue
-				}
-				if version != "" && r.GVR.Version != version {
-					continue
-				}
-				add(req, r)
-				n++
-			}
-			if n == 0 {
-				problems = append(problems, req.problems(problem.UnknownResource, schema.GroupResource{Group: req.Group, Resource: wildcard},
-					fmt.Sprintf("no %s resources served upstream in group %q version %q", scopeWord(req.Namespaced), req.Group, req.Version))...)
-			}
-			continue
+			found, problems = up.expandWildcard(req, problems)
+		} else if r, ok, more := up.resolveNamed(req); ok {
+			found, problems = []APIResource{r}, append(problems, more...)
+		} else {
+			problems = append(problems, more...)
 		}
-		gr := schema.GroupResource{Group: req.Group, Resource: req.Resource}
-		if req.Resource == "" {
-			var ok bool
-			if gr, ok = up.resourceOfKind(req.Group, req.Kind); !ok {
-				problems = append(problems, req.problems(problem.UnknownResource, schema.GroupResource{Group: req.Group, Resource: req.Kind},
-					fmt.Sprintf("kind %q is not served upstream in group %q (yet)%s", req.Kind, req.Group, up.kindHint(req.Group, req.Kind)))...)
-				continue
+		for _, r := range found {
+			if _, ok := out[r.GVR.GroupResource()]; !ok {
+				res, more := pair(sel, req, r, down)
+				out[r.GVR.GroupResource()], problems = res, append(problems, more...)
 			}
 		}
-		r, ok := up.Lookup(gr, req.Version)
-		if !ok {
-			problems = append(problems, req.problems(problem.UnknownResource, gr, up.notServed(gr))...)
-			continue
-		}
-		if req.Kind != "" && r.Kind != req.Kind {
-			problems = append(problems, req.problems(problem.InvalidConfig, gr,
-				fmt.Sprintf("kind %q and resource %q disagree: the objects of %q are of kind %q", req.Kind, gr.Resource, gr.String(), r.Kind))...)
-			continue
-		}
-		if r.Namespaced != req.Namespaced {
-			problems = append(problems, req.problems(problem.WrongScope, gr,
-				fmt.Sprintf("resource %q is %s, but is listed with %s resources", gr.String(), scopeWord(r.Namespaced), scopeWord(req.Namespaced)))...)
-			continue
-		}
-		if !r.Syncable() {
-			problems = append(problems, req.problems(problem.NotSyncable, gr, fmt.Sprintf("resource %q does not support all of %v", gr.String(), syncable))...)
-			continue
-		}
-		if req.Version != "" && r.GVR.Version != req.Version {
-			problems = append(problems, req.problems(problem.VersionFallback, gr,
-				fmt.Sprintf("resource %q is not served upstream at version %s; using %s", gr.String(), req.Version, r.GVR.Version))...)
-		}
-		add(req, r)
 	}
 	return out, problems
+}
+
+// pair pairs an upstream resource with what the edge serves: the same version (the object is
+// applied with its upstream apiVersion), or, under a conversion, the natural form once served.
+func pair(sel *Selection, req Request, r APIResource, down *Index) (*Resource, []problem.Problem) {
+	gr := r.GVR.GroupResource()
+	res := &Resource{Upstream: r, Rename: sel.Conversions().For(r.GVK())}
+	if res.Rename != nil && res.Rename.Down != res.Rename.Up {
+		if d, ok := down.LookupKind(res.Rename.Down); ok {
+			res.Downstream = d
+		}
+		return res, nil
+	}
+	if d, ok := down.byGR[gr][r.GVR.Version]; ok {
+		res.Downstream = d
+		return res, nil
+	}
+	if len(down.byGR[gr]) > 0 {
+		return res, req.problems(problem.NotServedDownstream, gr, fmt.Sprintf("resource %q is served downstream, but not at version %s", gr, r.GVR.Version))
+	}
+	return res, nil
+}
+
+// expandWildcard is every syncable resource of a "*" request's group and scope, at the version asked
+// for, or at the group's preferred one when that is not served (a warning).
+func (idx *Index) expandWildcard(req Request, problems []problem.Problem) ([]APIResource, []problem.Problem) {
+	version := req.Version
+	if !idx.servesGroupVersion(req.Group, version) {
+		version = idx.preferred[req.Group]
+		if req.Version != "" && version != "" {
+			problems = append(problems, req.problems(problem.VersionFallback, schema.GroupResource{Group: req.Group, Resource: wildcard},
+				fmt.Sprintf("group %q is not served upstream at version %s; using %s", req.Group, req.Version, version))...)
+		}
+	}
+	var out []APIResource
+	for _, r := range idx.byGroup[req.Group] {
+		if r.Namespaced == req.Namespaced && r.Syncable() && (version == "" || r.GVR.Version == version) {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		problems = append(problems, req.problems(problem.UnknownResource, schema.GroupResource{Group: req.Group, Resource: wildcard},
+			fmt.Sprintf("no %s resources served upstream in group %q version %q", scopeWord(req.Namespaced), req.Group, req.Version))...)
+	}
+	return out, problems
+}
+
+// resolveNamed is the served resource a request names (by resource or kind), if it can be synced
+// as asked; problems say why not, or (a version fallback) what was used instead.
+func (idx *Index) resolveNamed(req Request) (APIResource, bool, []problem.Problem) {
+	gr := schema.GroupResource{Group: req.Group, Resource: req.Resource}
+	if req.Resource == "" {
+		var ok bool
+		if gr, ok = idx.resourceOfKind(req.Group, req.Kind); !ok {
+			return APIResource{}, false, req.problems(problem.UnknownResource, schema.GroupResource{Group: req.Group, Resource: req.Kind},
+				fmt.Sprintf("kind %q is not served upstream in group %q (yet)%s", req.Kind, req.Group, idx.kindHint(req.Group, req.Kind)))
+		}
+	}
+	r, ok := idx.Lookup(gr, req.Version)
+	switch {
+	case !ok:
+		return r, false, req.problems(problem.UnknownResource, gr, idx.notServed(gr))
+	case req.Kind != "" && r.Kind != req.Kind:
+		return r, false, req.problems(problem.InvalidConfig, gr,
+			fmt.Sprintf("kind %q and resource %q disagree: the objects of %q are of kind %q", req.Kind, gr.Resource, gr.String(), r.Kind))
+	case r.Namespaced != req.Namespaced:
+		return r, false, req.problems(problem.WrongScope, gr,
+			fmt.Sprintf("resource %q is %s, but is listed with %s resources", gr.String(), scopeWord(r.Namespaced), scopeWord(req.Namespaced)))
+	case !r.Syncable():
+		return r, false, req.problems(problem.NotSyncable, gr, fmt.Sprintf("resource %q does not support all of %v", gr.String(), syncable))
+	case req.Version != "" && r.GVR.Version != req.Version:
+		return r, true, req.problems(problem.VersionFallback, gr,
+			fmt.Sprintf("resource %q is not served upstream at version %s; using %s", gr.String(), req.Version, r.GVR.Version))
+	}
+	return r, true, nil
 }
 
 // notServed says why a resource is not served: a name that is another resource's kind or singular

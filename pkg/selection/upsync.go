@@ -7,10 +7,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubestellar/syncer/pkg/problem"
+	"github.com/kubestellar/syncer/pkg/wellknown"
 )
 
 // crdResource is never upsynced: the API of an upsynced object must already exist upstream.
-var crdResource = schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}
+var crdResource = wellknown.CRDs.GroupResource()
 
 func listHas(list []string, v string) bool {
 	return slices.Contains(list, wildcard) || slices.Contains(list, v)

@@ -21,6 +21,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/metrics"
 	"github.com/kubestellar/syncer/pkg/selection"
+	"github.com/kubestellar/syncer/pkg/wellknown"
 )
 
 // Resource is how one downsynced resource maps between the sides.
@@ -56,8 +57,8 @@ type Config struct {
 
 // notReturned are resources whose upstream status is the upstream apiserver's own.
 var notReturned = map[schema.GroupResource]bool{
-	{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}: true,
-	{Resource: "namespaces"}: true,
+	wellknown.CRDs.GroupResource():       true,
+	wellknown.Namespaces.GroupResource(): true,
 }
 
 // Controller is the status-return controller.
@@ -72,7 +73,7 @@ func NewController(cfg Config) (*Controller, error) {
 	if cfg.Upstream == nil || cfg.UpstreamInformers == nil || cfg.DownstreamInformers == nil || cfg.Selection == nil || cfg.Metrics == nil {
 		return nil, errors.New("status: every Config field is required")
 	}
-	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Status, cfg.Metrics, cfg.Recorder)}
+	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Status, framework.DefaultFieldManager, cfg.Metrics, cfg.Recorder)}
 	c.queue = framework.NewQueue(metrics.Status, cfg.Metrics.WorkqueueProvider(), c.process)
 	return c, nil
 }

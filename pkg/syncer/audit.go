@@ -23,7 +23,8 @@ type orphan struct {
 // from a later decision), so the audit should find nothing; it is the safety net that makes a missed
 // deletion loud rather than silent. An object found in two audits in a row (not a deletion merely
 // on its way) is logged at level 0, counted (kubestellar_syncer_orphans_found_total) and processed
-// again.
+// again. No round looks while a side is unreachable (a hung side's watches go silent without
+// failing, so its cache does not show it is behind).
 func (s *Syncer) runAudit(ctx context.Context, period time.Duration) {
 	var suspects map[orphan]bool
 	framework.Every(ctx, period, func() { suspects = s.audit(ctx, suspects) })
@@ -32,6 +33,11 @@ func (s *Syncer) runAudit(ctx context.Context, period time.Duration) {
 // audit is one round: it reports and requeues the orphans already suspected in the round before,
 // and returns this round's suspects.
 func (s *Syncer) audit(ctx context.Context, before map[orphan]bool) map[orphan]bool {
+	for _, side := range []string{Upstream, Downstream} {
+		if ok, _, _ := s.reachable(side); !ok {
+			return nil // a side away: its cache may be behind, and writes to it wait
+		}
+	}
 	now := map[orphan]bool{}
 	for _, k := range s.downsync.Orphans() {
 		now[orphan{metrics.Downsync, k}] = true

@@ -11,6 +11,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/metrics"
+	"github.com/kubestellar/syncer/pkg/reachability"
 )
 
 // DefaultFieldManager is the server-side apply field manager of the syncer's writes.
@@ -66,8 +67,11 @@ type Config struct {
 	// Cluster is the logical cluster of the workspace this engine serves when the syncer serves
 	// several; it is recorded on every downstream object (mapping.ClusterAnnotation). Empty for one.
 	Cluster string
+	// Reachability tells whether each side answers, and whom to tell when that changes (the engine
+	// probes a side that went, and retries what failed once it is back); nil: always reachable.
+	Reachability *reachability.Tracker
 	// Embedded engines (one of several in a process) leave the process-wide metrics (informer
-	// gauges, objects_managed, reachability) to whoever runs them; see ObjectCounts, Reachability.
+	// gauges, objects_managed) to whoever runs them; see ObjectCounts.
 	Embedded bool
 	// DownstreamOwned, if set, tells the resources at the edge that held objects of this engine when
 	// it started, instead of the engine's own scan (one LIST per edge resource): one syncer serving

@@ -7,17 +7,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kcp-dev/logicalcluster/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
 	"github.com/kubestellar/syncer/pkg/conditions"
 	"github.com/kubestellar/syncer/pkg/downsync"
 	"github.com/kubestellar/syncer/pkg/framework"
@@ -26,6 +23,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/status"
 	"github.com/kubestellar/syncer/pkg/upsync"
+	"github.com/kubestellar/syncer/pkg/wellknown"
 )
 
 // Sides of the syncer.
@@ -35,8 +33,8 @@ const (
 )
 
 var (
-	crdGVR       = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	namespaceGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	crdGVR       = wellknown.CRDs
+	namespaceGVR = wellknown.Namespaces
 )
 
 const (
@@ -89,8 +87,7 @@ type Syncer struct {
 	started  atomic.Bool // the workers run
 	resolved atomic.Bool // the selection was resolved at least once
 
-	runCtx  atomic.Pointer[context.Context] // Run's context, for the probers
-	probing map[string]*atomic.Bool         // a side is being probed
+	probing map[string]*atomic.Bool // a side is being probed
 	probers sync.WaitGroup
 }
 
@@ -115,14 +112,12 @@ func New(cfg Config) (*Syncer, error) {
 		cfg.ConflictRecheckPeriod = time.Minute
 	}
 	s := &Syncer{
-		cfg:        cfg,
-		ownerLabel: mapping.OwnerLabelValue(cfg.SyncTargetName),
-		upDisc:     newCachedDiscovery(cfg.UpstreamDiscovery),
-		downDisc:   newCachedDiscovery(cfg.DownstreamDiscovery),
-		probing:    map[string]*atomic.Bool{Upstream: {}, Downstream: {}},
-		resolveQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](500*time.Millisecond, time.Minute),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "resolve", MetricsProvider: cfg.Metrics.WorkqueueProvider()}),
+		cfg:          cfg,
+		ownerLabel:   mapping.OwnerLabelValue(cfg.SyncTargetName),
+		upDisc:       newCachedDiscovery(cfg.UpstreamDiscovery),
+		downDisc:     newCachedDiscovery(cfg.DownstreamDiscovery),
+		probing:      map[string]*atomic.Bool{Upstream: {}, Downstream: {}},
+		resolveQueue: framework.NewLoopQueue[string]("resolve", cfg.Metrics.WorkqueueProvider()),
 	}
 	s.state.Store(emptySnapshot())
 	if cfg.UpstreamSource != nil {
@@ -152,47 +147,46 @@ func New(cfg Config) (*Syncer, error) {
 	}
 	if !cfg.Embedded {
 		cfg.Metrics.SetObjectCounter(s.countObjects)
-		cfg.Metrics.SetReachabilityHook(s.reachabilityChanged)
 	}
 	return s, nil
 }
 
 // reachabilityChanged probes a side that stopped answering until it answers again (everything else
-// may be backing off by then), and retries at once what failed meanwhile, instead of letting each key
-// wait out its backoff (up to minutes).
-func (s *Syncer) reachabilityChanged(side string, reachable bool) {
-	s.Reachability(side, reachable)
-}
-
-// Reachability is told when a side becomes unreachable or reachable again (an embedded engine's
-// owner passes it on; a standalone engine hooks it to its metrics).
-func (s *Syncer) Reachability(side string, reachable bool) {
-	ctx := s.runCtx.Load()
-	if ctx == nil || (*ctx).Err() != nil {
+// may be backing off by then), and, once it is back, retries at once what failed meanwhile, instead
+// of letting each key wait out its backoff (up to minutes). Run subscribes it with its context.
+func (s *Syncer) reachabilityChanged(ctx context.Context, side string, reachable bool) {
+	if ctx.Err() != nil {
 		return
 	}
-	logger := klog.FromContext(*ctx)
 	if !reachable {
 		disc := s.cfg.UpstreamDiscovery
 		if side == Downstream {
 			disc = s.cfg.DownstreamDiscovery
 		}
 		if s.probing[side].CompareAndSwap(false, true) {
-			s.probers.Go(func() { s.probe(*ctx, side, disc) })
+			s.probers.Go(func() { s.probe(ctx, side, disc) })
 		}
 		return
 	}
 	n := s.downsync.Queue().RetryFailing() + s.status.Queue().RetryFailing() + s.upsync.Queue().RetryFailing()
-	logger.Info("Side reachable again; retrying what failed meanwhile", "side", side, "keys", n)
+	klog.FromContext(ctx).Info("Side reachable again; retrying what failed meanwhile", "side", side, "keys", n)
+}
+
+// reachable tells whether a side answers (always, without a Reachability tracker).
+func (s *Syncer) reachable(side string) (ok bool, lastErr string, since time.Time) {
+	if s.cfg.Reachability == nil {
+		return true, "", time.Time{}
+	}
+	return s.cfg.Reachability.Reachability(side)
 }
 
 // probe asks a side for its version every probePeriod until it answers (each request goes through
-// the instrumented transport, so an answer makes the side reachable again).
+// the side's reachability transport, so an answer makes the side reachable again).
 func (s *Syncer) probe(ctx context.Context, side string, disc discovery.DiscoveryInterface) {
 	defer s.probing[side].Store(false)
 	_ = wait.PollUntilContextCancel(ctx, probePeriod, false, func(context.Context) (bool, error) {
 		_, err := disc.ServerVersion()
-		ok, _, _ := s.cfg.Metrics.Reachability(side)
+		ok, _, _ := s.reachable(side)
 		return err == nil && ok, nil
 	})
 }
@@ -228,116 +222,6 @@ func (s *Syncer) newControllers() error {
 	return err
 }
 
-// newTriggers makes the informers whose events ask for a resolve: SyncerConfigs upstream (spec
-// changes only: the heartbeat writes their status) and CRDs on both sides (which also make discovery
-// stale). The objects listed at start ask for nothing: Run resolves once when they are all listed.
-// EdgeSyncConfigs are watched later, once discovery shows them (watchEdgeSyncConfigs).
-func (s *Syncer) newTriggers() error {
-	var err error
-	configs := informermanager.Spec{LabelSelector: s.cfg.ConfigSelector}
-	if s.configInformer, err = s.up.Watch(edgev1.SyncerConfigResource, informermanager.Configs, configs, s.trigger(false, specChanged)); err != nil {
-		return err
-	}
-	if s.cfg.UpstreamSource == nil {
-		if s.upCRDs, err = s.up.Watch(crdGVR, informermanager.APIs, informermanager.Spec{}, s.trigger(true, nil)); err != nil {
-			return err
-		}
-	}
-	s.downCRDs, err = s.down.Watch(crdGVR, informermanager.APIs, informermanager.Spec{}, s.trigger(true, nil))
-	return err
-}
-
-// specChanged tells whether a config's spec may have changed: the heartbeat's status writes do not
-// change its generation.
-func specChanged(oldObj, newObj interface{}) bool {
-	o, n := framework.ObjectOf(oldObj), framework.ObjectOf(newObj)
-	return o == nil || n == nil || o.GetGeneration() != n.GetGeneration() || o.GetGeneration() == 0
-}
-
-// watchEdgeSyncConfigs starts watching the EdgeSyncConfigs upstream once discovery shows them served,
-// and tells whether they are listed, so that no resolve takes a list not made yet for configs
-// deleted. EdgeSyncConfigs that cannot be listed (the syncer may not, or they went since discovery)
-// are reported once and left out. When they are not served (the CRD is optional and most often
-// absent) the syncer reads SyncerConfigs only; a CRD or APIBinding that brings them later makes
-// discovery stale, and the next resolve starts the watch. A watch once started is kept.
-func (s *Syncer) watchEdgeSyncConfigs(ctx context.Context, served bool) (listed bool) {
-	logger := klog.FromContext(ctx)
-	if w := s.edgeConfigs.Load(); w != nil {
-		if err := w.Denied(); err != nil && !s.edgeConfigsUnlistable.Swap(true) {
-			logger.Error(err, "Cannot list EdgeSyncConfigs; going on without them (may the syncer list and watch edgesyncconfigs?)")
-		}
-		return w.Synced("") || s.edgeConfigsUnlistable.Load() || s.draining.Load()
-	}
-	if !served {
-		if !s.edgeConfigsAbsent {
-			s.edgeConfigsAbsent = true
-			logger.Info("EdgeSyncConfigs are not served upstream; reading SyncerConfigs only until they are", "resource", edgev1.EdgeSyncConfigGVR.String())
-		}
-		return true
-	}
-	w, err := s.up.Watch(edgev1.EdgeSyncConfigGVR, informermanager.Configs, informermanager.Spec{LabelSelector: s.cfg.ConfigSelector},
-		s.trigger(false, specChanged))
-	if err != nil {
-		logger.Error(err, "Cannot watch EdgeSyncConfigs")
-		return true
-	}
-	s.edgeConfigs.Store(w)
-	logger.Info("Watching EdgeSyncConfigs", "resource", edgev1.EdgeSyncConfigGVR.String())
-	return false
-}
-
-// trigger is an event handler that asks for a resolve, after making discovery stale when the event
-// may mean an API appeared, changed or went. Updates count only when changed says so (nil: all).
-func (s *Syncer) trigger(rediscover bool, changed func(oldObj, newObj interface{}) bool) cache.ResourceEventHandler {
-	enqueue := func() {
-		if rediscover {
-			s.upDisc.Invalidate()
-			s.downDisc.Invalidate()
-		}
-		s.resolveQueue.AddAfter(resolveKey, resolveDelay)
-	}
-	return cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(_ interface{}, isInInitialList bool) {
-			if !isInInitialList {
-				enqueue()
-			}
-		},
-		UpdateFunc: func(oldObj, newObj interface{}) {
-			if changed == nil || changed(oldObj, newObj) {
-				enqueue()
-			}
-		},
-		DeleteFunc: func(interface{}) { enqueue() },
-	}
-}
-
-// watchBindings starts watching kcp's APIBindings upstream, once discovery shows them: a binding
-// brings APIs without any CRD event, so without it a newly bound API would wait for the discovery
-// refresh period.
-func (s *Syncer) watchBindings(ctx context.Context, gvr schema.GroupVersionResource) {
-	if gvr.Empty() || s.bindings.Load() != nil {
-		return
-	}
-	s.bindings.Store(&gvr)
-	if _, err := s.up.Watch(gvr, informermanager.APIs, informermanager.Spec{}, s.trigger(true, nil)); err != nil {
-		klog.FromContext(ctx).Error(err, "Cannot watch APIBindings")
-		return
-	}
-	klog.FromContext(ctx).Info("Upstream is a kcp workspace: watching its APIBindings for APIs that come and go",
-		"resource", gvr.String(), "logicalCluster", s.logicalCluster())
-}
-
-// logicalCluster is the kcp logical cluster of the upstream workspace, as its objects carry it
-// (annotation kcp.io/cluster); "" while no SyncerConfig has been seen.
-func (s *Syncer) logicalCluster() string {
-	for _, u := range s.configs() {
-		if c := logicalcluster.From(u); !c.Empty() {
-			return c.String()
-		}
-	}
-	return ""
-}
-
 func (s *Syncer) snapshot() *snapshot { return s.state.Load() }
 
 // configs lists the cached SyncerConfigs and EdgeSyncConfigs (the cache's objects: not to be
@@ -365,8 +249,10 @@ func (s *Syncer) configs() []*unstructured.Unstructured {
 func (s *Syncer) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	defer utilruntime.HandleCrashWithContext(ctx)
-	s.runCtx.Store(&ctx)
 	defer s.probers.Wait()
+	if r := s.cfg.Reachability; r != nil {
+		defer r.Subscribe(func(side string, reachable bool) { s.reachabilityChanged(ctx, side, reachable) })()
+	}
 
 	s.up.Start(ctx)
 	s.down.Start(ctx)
@@ -384,7 +270,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 	var work sync.WaitGroup // everything that reads the informers
 	defer work.Wait()
 	s.resolveQueue.Add(resolveKey)
-	work.Go(func() { s.runResolver(ctx) })
+	work.Go(func() { framework.RunLoop(ctx, s.resolveQueue, s.resolveOnce) })
 	if p := s.cfg.DiscoveryRefreshPeriod; p > 0 {
 		work.Go(func() { s.refreshDiscovery(ctx, p) })
 	}
@@ -412,70 +298,32 @@ func (s *Syncer) refreshDiscovery(ctx context.Context, period time.Duration) {
 	framework.Every(ctx, period, s.Rediscover)
 }
 
-// waitForTriggers waits for the config and CRD informers, saying clearly what is missing while they
-// cannot list (most often: the SyncerConfig CRD is not installed upstream).
-func (s *Syncer) waitForTriggers(ctx context.Context) bool {
+// resolveOnce resolves (the resolve queue's one key): a new snapshot, the informers to match, and
+// the controllers brought in line.
+func (s *Syncer) resolveOnce(ctx context.Context, _ string) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
-	synced := func(context.Context) (bool, error) {
-		return s.configInformer.Synced("") && s.upCRDsSynced() && s.downCRDs.Synced(""), nil
+	old := s.snapshot()
+	next, err := s.resolver.resolve(ctx, old)
+	switch {
+	case errors.Is(err, errConfigsNotListed):
+		logger.V(logging.Skip).Info("Waiting for the EdgeSyncConfigs to be listed before resolving")
+		return configsListedPoll, nil
+	case err != nil && ctx.Err() == nil:
+		logger.Error(err, "Could not resolve the selection; retrying")
+		return 0, err
+	case err != nil:
+		return 0, err // shutting down
 	}
-	for {
-		waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := wait.PollUntilContextCancel(waitCtx, 50*time.Millisecond, true, synced)
-		cancel()
-		switch {
-		case err == nil:
-			return true
-		case ctx.Err() != nil:
-			return false
-		}
-		if !s.configInformer.Synced("") {
-			logger.Error(nil, "Cannot list SyncerConfigs upstream yet; is the SyncerConfig CRD installed (manifests/crds) and may the syncer list it?",
-				"resource", edgev1.SyncerConfigResource.String())
-		}
-		if !s.upCRDsSynced() || !s.downCRDs.Synced("") {
-			logger.Error(nil, "Cannot list CustomResourceDefinitions yet", "upstream", s.upCRDsSynced(), "downstream", s.downCRDs.Synced(""))
-		}
+	s.resolved.Store(true)
+	if s.draining.Load() {
+		s.drainResolved.Store(true)
 	}
-}
-
-// upCRDsSynced tells whether the upstream CRDs are listed (there are none to list through a Source).
-func (s *Syncer) upCRDsSynced() bool { return s.upCRDs == nil || s.upCRDs.Synced("") }
-
-// runResolver resolves whenever asked, until the queue shuts down.
-func (s *Syncer) runResolver(ctx context.Context) {
-	logger := klog.FromContext(ctx)
-	for {
-		key, shutdown := s.resolveQueue.Get()
-		if shutdown {
-			return
-		}
-		old := s.snapshot()
-		next, err := s.resolver.resolve(ctx, old)
-		switch {
-		case err != nil && ctx.Err() != nil:
-			s.resolveQueue.Forget(key) // shutting down
-		case errors.Is(err, errConfigsNotListed):
-			logger.V(logging.Skip).Info("Waiting for the EdgeSyncConfigs to be listed before resolving")
-			s.resolveQueue.Forget(key)
-			s.resolveQueue.AddAfter(key, configsListedPoll)
-		case err != nil:
-			logger.Error(err, "Could not resolve the selection; retrying")
-			s.resolveQueue.AddRateLimited(key)
-		default:
-			s.resolveQueue.Forget(key)
-			s.resolved.Store(true)
-			if s.draining.Load() {
-				s.drainResolved.Store(true)
-			}
-			s.afterResolve(ctx, old, next)
-			s.watchBindings(ctx, next.bindings)
-			if s.cfg.OnResolved != nil {
-				s.cfg.OnResolved()
-			}
-		}
-		s.resolveQueue.Done(key)
+	s.afterResolve(ctx, old, next)
+	s.watchBindings(ctx, next.bindings)
+	if s.cfg.OnResolved != nil {
+		s.cfg.OnResolved()
 	}
+	return 0, nil
 }
 
 // afterResolve brings the controllers in line with a new snapshot: what a changed selection may

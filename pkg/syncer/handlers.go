@@ -1,6 +1,7 @@
 package syncer
 
 import (
+	"context"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,8 +20,8 @@ type sideHandlers struct {
 
 // HandlerFor passes each event of a resource's informer to the three controllers, each of which
 // keeps what concerns it.
-func (h sideHandlers) HandlerFor(gvr schema.GroupVersionResource) cache.ResourceEventHandler {
-	return fanOut{h.s.downsync.Handler(h.downstream, gvr), h.s.status.Handler(h.downstream, gvr), h.s.upsync.Handler(h.downstream, gvr)}
+func (h sideHandlers) HandlerFor(ctx context.Context, gvr schema.GroupVersionResource) cache.ResourceEventHandler {
+	return fanOut{h.s.downsync.Handler(ctx, h.downstream, gvr), h.s.status.Handler(h.downstream, gvr), h.s.upsync.Handler(h.downstream, gvr)}
 }
 
 // Synced enqueues everything of a resource (or of one namespace of it) once its cache has listed it
@@ -42,11 +43,11 @@ func (h sideHandlers) Synced(gvr schema.GroupVersionResource, namespace string) 
 
 // Early passes the upstream objects of a resource's initial list to downsync as they stream in, so
 // that it writes the first ones before the list is complete.
-func (h sideHandlers) Early(gvr schema.GroupVersionResource) func(*unstructured.Unstructured) {
+func (h sideHandlers) Early(ctx context.Context, gvr schema.GroupVersionResource) func(*unstructured.Unstructured) {
 	if h.downstream {
 		return nil
 	}
-	return h.s.downsync.Early(gvr)
+	return h.s.downsync.Early(ctx, gvr)
 }
 
 // EarlyDone tells downsync that an upstream resource's informer synced or stopped.

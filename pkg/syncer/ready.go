@@ -28,7 +28,7 @@ func (s *Syncer) Ready() error {
 		}
 	}
 	for _, side := range []string{Upstream, Downstream} {
-		if ok, lastErr, since := s.cfg.Metrics.Reachability(side); !ok {
+		if ok, lastErr, since := s.reachable(side); !ok {
 			return fmt.Errorf("%s unreachable since %s: %s", side, since.Format(time.RFC3339), lastErr)
 		}
 	}
@@ -132,5 +132,5 @@ type loopView struct {
 func (v loopView) Failures(limit int) (int, []problem.Problem) { return v.w.Loops(limit) }
 
 func (src sources) Reachability(side string) (bool, string, time.Time) {
-	return src.s.cfg.Metrics.Reachability(side)
+	return src.s.reachable(side)
 }

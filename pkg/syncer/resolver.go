@@ -23,10 +23,11 @@ import (
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/problem"
 	"github.com/kubestellar/syncer/pkg/selection"
+	"github.com/kubestellar/syncer/pkg/wellknown"
 )
 
 // apiBindingsResource is kcp's APIBinding: a workspace that serves it is a kcp workspace.
-var apiBindingsResource = schema.GroupResource{Group: "apis.kcp.io", Resource: "apibindings"}
+var apiBindingsResource = wellknown.APIBindings
 
 // discoverer is the part of a discovery client the resolver uses.
 type discoverer interface {

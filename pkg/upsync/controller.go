@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
@@ -22,6 +21,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/metrics"
 	"github.com/kubestellar/syncer/pkg/selection"
+	"github.com/kubestellar/syncer/pkg/wellknown"
 )
 
 // Resource is how one upsynced resource maps between the sides. Both sides serve the same version,
@@ -91,7 +91,7 @@ func NewController(cfg Config) (*Controller, error) {
 	if cfg.FieldManager == "" {
 		cfg.FieldManager = framework.DefaultFieldManager
 	}
-	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Upsync, cfg.Metrics, cfg.Recorder).LogDeletesLoudly()}
+	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Upsync, cfg.FieldManager, cfg.Metrics, cfg.Recorder).LogDeletesLoudly()}
 	c.queue = framework.NewQueue(metrics.Upsync, cfg.Metrics.WorkqueueProvider(), c.process)
 	return c, nil
 }
@@ -251,107 +251,11 @@ func (c *Controller) deleteUpstream(ctx context.Context, key framework.Key, r Re
 	return nil
 }
 
-func (c *Controller) applyUpstream(ctx context.Context, key framework.Key, r Resource, down, up *unstructured.Unstructured) (time.Duration, error) {
-	logger := klog.FromContext(ctx)
-	desired, err := mapping.ToUpstream(down, mapping.Options{OwnerLabelValue: c.cfg.OwnerLabelValue, Rename: r.Rename})
-	if err != nil {
-		c.cfg.Metrics.Writes.WithLabelValues(metrics.Upsync, key.GVR.GroupResource().String(), metrics.Error).Inc()
-		logger.Error(err, "Cannot map the edge object; not retrying until it changes")
-		return 0, nil
-	}
-	if up != nil {
-		switch mapping.ClaimOf(up, c.cfg.OwnerLabelValue) {
-		case mapping.NotUpsynced:
-			c.writes.Conflict(ctx, key, up,
-				fmt.Sprintf("Not upsyncing: %s exists upstream without the syncer's mark %s=%s", key.String(), mapping.UpsyncedAnnotation, mapping.MarkOf(desired)),
-				"UpsyncConflict", "The edge object of this name is not upsynced: this object exists without the mark "+mapping.UpsyncedAnnotation)
-			return c.cfg.ConflictRecheckPeriod, nil
-		case mapping.UpsyncedByOther:
-			other := up.GetLabels()[mapping.UpsyncOwnerLabel]
-			c.writes.Conflict(ctx, key, up,
-				fmt.Sprintf("Not upsyncing: %s exists upstream as a copy upsynced by sync target %q (label %s); two edges upsync the same name", key.String(), other, mapping.UpsyncOwnerLabel),
-				"UpsyncConflict", fmt.Sprintf("The edge object of this name at sync target %s is not upsynced: this object is sync target %q's copy", c.cfg.OwnerLabelValue, other))
-			return c.cfg.ConflictRecheckPeriod, nil
-		}
-	}
-	c.writes.ClearConflict(key)
-	contentOK := up != nil && mapping.UpsyncedUpToDate(desired, up)
-	statusOK := up != nil && mapping.StatusEqual(desired, up)
-	if contentOK && statusOK {
-		logger.V(logging.Skip).Info("Upstream copy is up to date")
-		return 0, nil
-	}
-	if left, backingOff := c.writes.Backoff(key); backingOff {
-		logger.V(logging.Skip).Info("Backing off a write loop with another actor upstream", "for", left.String())
-		return left, nil
-	}
-	client := c.cfg.Upstream.Resource(r.Upstream).Namespace(key.Namespace)
-	content := mapping.UpsyncedContent(desired)
-	var before *unstructured.Unstructured
-	if up != nil && c.writes.WouldLoop(key, content) {
-		// Read the copy as the other actor left it: its field managers say who that is.
-		before, _ = client.Get(ctx, key.Name, metav1.GetOptions{})
-	}
-	current, result := up, ""
-	create := metav1.CreateOptions{FieldManager: c.cfg.FieldManager}
-	update := metav1.UpdateOptions{FieldManager: c.cfg.FieldManager}
-	switch {
-	case up == nil:
-		current, err = client.Create(ctx, desired, create)
-		if apierrors.IsNotFound(err) && r.Namespaced {
-			if err = c.ensureNamespace(ctx, key.Namespace); err == nil {
-				current, err = client.Create(ctx, desired, create)
-			}
-		}
-		result = metrics.Created
-	case !contentOK || (!r.UpstreamHasStatus && !statusOK):
-		body := desired.DeepCopy()
-		body.SetResourceVersion(up.GetResourceVersion())
-		current, err = client.Update(ctx, body, update)
-		result = metrics.Updated
-	}
-	if err == nil && r.UpstreamHasStatus {
-		if status, ok := desired.Object["status"]; ok && !mapping.StatusEqual(desired, current) {
-			body := current.DeepCopy()
-			body.Object["status"] = runtime.DeepCopyJSONValue(status)
-			_, err = client.UpdateStatus(ctx, body, update)
-			if result == "" {
-				result = metrics.Updated
-			}
-		}
-	}
-	switch {
-	case apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err):
-		// The cache is behind the upstream; the event that catches it up enqueues the key again.
-		logger.V(logging.Detail).Info("Upstream changed meanwhile; will look again", "reason", apierrors.ReasonForError(err))
-		return time.Second, nil
-	case err != nil:
-		var about runtime.Object // Events go upstream: about the copy, when there is one
-		if up != nil {
-			about = up
-		}
-		return 0, c.writes.Failed(key, about, "UpsyncFailed", "writing the upstream copy", err)
-	}
-	if result == "" {
-		return 0, nil
-	}
-	c.writes.Applied(ctx, key, result, "Upsynced", "result", result)
-	about := up // the Event goes on the copy
-	if about == nil {
-		about = current
-	}
-	if c.writes.Wrote(ctx, key, content, up == nil, about, before, c.cfg.FieldManager) {
-		left, _ := c.writes.Backoff(key)
-		return left, nil
-	}
-	return 0, nil
-}
-
 // ensureNamespace creates a missing namespace upstream for an upsynced object.
 func (c *Controller) ensureNamespace(ctx context.Context, name string) error {
 	ns := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace"}}
 	ns.SetName(name)
-	_, err := c.cfg.Upstream.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, ns, metav1.CreateOptions{})
+	_, err := c.cfg.Upstream.Resource(wellknown.Namespaces).Create(ctx, ns, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %q upstream: %w", name, err)
 	}

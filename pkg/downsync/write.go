@@ -1,0 +1,194 @@
+package downsync
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/kubestellar/syncer/pkg/framework"
+	"github.com/kubestellar/syncer/pkg/mapping"
+	"github.com/kubestellar/syncer/pkg/metrics"
+)
+
+// write creates or updates the edge object of a wanted upstream object through the steps of the
+// write path (framework.Write; downWrite says what each means at the edge). downObj is what the edge
+// cache holds (nil: absent there). The cache holds only the syncer's own objects, so an object absent
+// from it may still exist, unowned: the create (a plain POST, the apiserver's cheapest write; an
+// apply costs it a third more) then finds its name taken, and the object in the way is read and
+// taken through the steps as it is.
+func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, upObj, desired, downObj *unstructured.Unstructured) (time.Duration, error) {
+	op := &downWrite{c: c, key: key, r: r, up: upObj, desired: desired, down: downObj}
+	after, err := c.writes.Do(ctx, key, op)
+	if op.taken == nil {
+		return after, err
+	}
+	live := &downWrite{c: c, key: key, r: r, up: upObj, desired: desired, down: op.taken, readLive: true}
+	return c.writes.Do(ctx, key, live)
+}
+
+// downWrite is one write to the edge (framework.Write).
+type downWrite struct {
+	c           *Controller
+	key         framework.Key
+	r           Resource
+	up, desired *unstructured.Unstructured
+	// down is what the edge holds: the cache's object, or, when readLive, the apiserver's.
+	down     *unstructured.Unstructured
+	readLive bool
+	// taken is the object a create found in the way (read live), to take through the steps next.
+	taken *unstructured.Unstructured
+}
+
+var _ framework.Write = &downWrite{}
+
+func (w *downWrite) client() dynamic.ResourceInterface {
+	return w.c.cfg.Downstream.Resource(w.r.Downstream).Namespace(w.key.Namespace)
+}
+
+func (w *downWrite) owned() bool { return w.down != nil && mapping.OwnedDownstream(w.down) }
+
+// Blocked: an edge object of another sync target (marked and labelled for it: never taken, even when
+// adopting), of another workspace (one syncer serving several), or without the syncer's mark (unless
+// adopting; a Namespace that was there before is used as it is, see Skip). A mark without any owner
+// label is the syncer's own object drifted (or the release-0.14 syncer's): it is put back.
+func (w *downWrite) Blocked(context.Context) *framework.Blocked {
+	c, key := w.c, w.key
+	recheck := c.cfg.ConflictRecheckPeriod
+	switch {
+	case ownerOf(w.down) != "" && ownerOf(w.down) != c.cfg.Mapping.OwnerLabelValue:
+		other := ownerOf(w.down)
+		return &framework.Blocked{About: w.up, Recheck: recheck, Reason: "Conflict",
+			LogMsg: fmt.Sprintf("Not writing downstream: %s is owned by sync target %q (label %s); two syncers select it", key.String(), other, mapping.OwnerLabel),
+			Event:  fmt.Sprintf("Not written to sync target %s: the object there belongs to sync target %q", c.cfg.SyncTargetName, other)}
+	case w.owned() && mapping.ClusterOf(w.down) != c.cfg.Mapping.Cluster:
+		other := mapping.ClusterOf(w.down)
+		return &framework.Blocked{About: w.up, Recheck: recheck, Reason: "Conflict",
+			LogMsg: fmt.Sprintf("Not writing downstream: %s belongs to workspace %q at the edge (annotation %s); two workspaces have an object of that name",
+				key.String(), other, mapping.ClusterAnnotation),
+			Event: fmt.Sprintf("Not written to sync target %s: the object there belongs to workspace %q", c.cfg.SyncTargetName, other)}
+	case w.down != nil && !w.owned() && !isNamespaces(key.GVR.GroupResource()) && !c.cfg.AdoptExisting:
+		return &framework.Blocked{About: w.up, Recheck: recheck, Reason: "Conflict",
+			LogMsg: fmt.Sprintf("Not writing downstream: %s exists downstream without the syncer's mark %s=%s (pass --adopt-existing to take it over)",
+				key.String(), mapping.DownsyncedAnnotation, mapping.MarkOf(w.desired)),
+			Event: fmt.Sprintf("Not written to sync target %s: an object of that name exists there without the syncer's mark (the syncer may take it over with --adopt-existing)",
+				c.cfg.SyncTargetName)}
+	}
+	return nil
+}
+
+func (w *downWrite) Creating() bool { return w.down == nil }
+
+// Skip: a Namespace that was there before the syncer (used as it is, even when adopting), a
+// create-only object that exists, an object up to date.
+func (w *downWrite) Skip() string {
+	switch {
+	case w.down != nil && !w.owned() && isNamespaces(w.key.GVR.GroupResource()):
+		return "Namespace exists downstream and is not the syncer's; using it as it is"
+	case w.owned() && mapping.CreateOnly(w.up):
+		return "Create-only object exists downstream; not updating it"
+	case mapping.UpToDate(w.desired, w.down):
+		return "Downstream object is up to date"
+	}
+	return ""
+}
+
+func (w *downWrite) Content() string { return w.desired.GetAnnotations()[mapping.HashAnnotation] }
+
+// Before reads the edge object as the other writer left it.
+func (w *downWrite) Before(ctx context.Context) *unstructured.Unstructured {
+	live, _ := w.client().Get(ctx, w.desired.GetName(), metav1.GetOptions{})
+	return live
+}
+
+// Do writes: the fields of earlier writes handed over first (handOver), a change the edge cannot
+// take in place replaced (recreate), then a plain create or a server-side apply; a create that finds
+// the name taken leaves the object in the way in taken.
+func (w *downWrite) Do(ctx context.Context, _ *unstructured.Unstructured) framework.Outcome {
+	if gone, err := w.handOver(ctx); err != nil || gone {
+		return framework.Outcome{Err: err} // gone: its deletion's event brings the key back
+	}
+	if why, ok := mapping.ReplaceOnly(w.desired, w.down); ok && w.owned() {
+		// The edge would keep the old value without an error (a headless Service made a ClusterIP one).
+		return framework.Outcome{Err: w.replace(ctx, why)}
+	}
+	written, err := w.send(ctx)
+	if err == nil && written != nil && mapping.Subset(w.desired.Object, written.Object) {
+		// The edge holds what was written (no webhook changed it on the way; desired has no status):
+		// its event is an echo.
+		w.c.echoes.wrote(w.key, written.GetResourceVersion())
+	}
+	switch {
+	case w.Creating() && apierrors.IsAlreadyExists(err):
+		return framework.Outcome{Err: w.readTaken(ctx)}
+	case err != nil && w.owned() && immutable(err) && !mapping.KeepOnImmutable(w.up):
+		// The edge cannot change the object in place (a Job's template, say): replace it.
+		return framework.Outcome{Err: w.c.recreate(ctx, w.key, w.client(), w.up, w.down,
+			fmt.Sprintf("sync target %s refuses the change in place (%v)", w.c.cfg.SyncTargetName, err))}
+	case err != nil:
+		what := "applying downstream"
+		if apierrors.IsNotFound(err) && w.r.Namespaced {
+			what = "applying downstream (is the namespace there yet?)"
+		}
+		return framework.Outcome{Err: w.c.writes.Failed(w.key, w.up, "ApplyFailed", what+" to sync target "+w.c.cfg.SyncTargetName, err)}
+	case w.Creating():
+		return framework.Outcome{Result: metrics.Created, Msg: "Created downstream object", About: w.up}
+	}
+	return framework.Outcome{Result: metrics.Updated, Msg: "Updated downstream object", About: w.up}
+}
+
+// send creates the object (strict, as an apply is: a field the edge does not know is an error, not
+// dropped) or applies it.
+func (w *downWrite) send(ctx context.Context) (*unstructured.Unstructured, error) {
+	fm := w.c.cfg.FieldManager
+	if w.Creating() {
+		return w.client().Create(ctx, w.desired, metav1.CreateOptions{FieldManager: fm, FieldValidation: metav1.FieldValidationStrict})
+	}
+	return w.client().Apply(ctx, w.desired.GetName(), w.desired, metav1.ApplyOptions{FieldManager: fm, Force: true})
+}
+
+// handOver hands the fields another manager name holds to the apply manager before its apply (the
+// create's update entry; the release-0.14 syncer's), or a field the apply leaves out would stay at
+// the edge, and every apply would weigh both entries. gone tells that the object went meanwhile.
+func (w *downWrite) handOver(ctx context.Context) (gone bool, err error) {
+	if w.Creating() {
+		return false, nil
+	}
+	// A mark without the owner label: the release-0.14 syncer's object (or this syncer's, relabelled),
+	// however the cache holds it (not at all when it keeps the labelled objects only; whole when the
+	// resource is also upsynced).
+	legacy := w.owned() && mapping.OwnerOf(w.down) == ""
+	if !legacy && !mapping.CreatedByUpdate(w.down, w.c.cfg.FieldManager) {
+		return false, nil
+	}
+	_, gone, err = w.c.handOver(ctx, w.key, w.r, w.down, w.readLive, legacy)
+	return gone, err
+}
+
+// replace replaces an owned object whose change the edge would not make in place, or reports it when
+// the object opts out of being recreated.
+func (w *downWrite) replace(ctx context.Context, why string) error {
+	if mapping.KeepOnImmutable(w.up) {
+		return w.c.writes.Failed(w.key, w.up, "ApplyFailed", "applying downstream to sync target "+w.c.cfg.SyncTargetName,
+			fmt.Errorf("%s, and the object opts out of being recreated (%s)", why, mapping.RecreateAnnotation))
+	}
+	return w.c.recreate(ctx, w.key, w.client(), w.up, w.down, why)
+}
+
+// readTaken reads the object a create found in the way (not the syncer's, or not seen yet) for the
+// steps to take next; an error when it went meanwhile (the create is tried again).
+func (w *downWrite) readTaken(ctx context.Context) error {
+	live, err := w.c.existing(ctx, w.key, w.r)
+	switch {
+	case err != nil:
+		return err
+	case live == nil:
+		return fmt.Errorf("%s was in the way at the edge and is gone now; retrying", w.key.String())
+	}
+	w.taken = live
+	return nil
+}

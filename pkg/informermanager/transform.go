@@ -1,0 +1,60 @@
+package informermanager
+
+import (
+	"unique"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubestellar/syncer/pkg/framework"
+	"github.com/kubestellar/syncer/pkg/mapping"
+)
+
+// transformFor is the transform of an informer as spec asks: managedFields dropped but for the
+// entry of a plain create by spec.Manager (mapping.CreatedEntries), or for a slim cache
+// (spec.AppliedBy) only what mapping.Slim keeps; then held as a framework.Compact, or, decoded (the
+// informers a Source runs), with field names shared (internKeys). Anything but an unstructured
+// object (a Compact, a tombstone) is kept as it is, and so is an object already slim.
+func transformFor(spec Spec, compact bool) cache.TransformFunc {
+	return func(obj interface{}) (interface{}, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return obj, nil
+		}
+		if spec.AppliedBy == "" {
+			if created := mapping.CreatedEntries(u, spec.Manager); created != nil {
+				_ = unstructured.SetNestedSlice(u.Object, created, "metadata", "managedFields")
+			} else {
+				u.SetManagedFields(nil)
+			}
+		} else if _, done := u.Object[mapping.AppliedField]; !done {
+			u = mapping.Slim(u, spec.AppliedBy)
+		}
+		if compact {
+			return framework.Compacted(u)
+		}
+		internKeys(u.Object)
+		return u, nil
+	}
+}
+
+// internKeys replaces the keys of every map in v by their canonical copies (unique.Make); values are
+// unchanged. Decoded anew for each object, field names and the marks' label and annotation keys are
+// a good part of a small object's size in a decoded cache. unique keeps its canonical copy only while
+// a Handle to it lives, and none is kept: objects decoded between two garbage collections share their
+// names, a later one may get a new copy (measured, docs/performance.md).
+// Assigning to a key already in a map stores the key given (the runtime updates string keys), so the
+// decoded copy is freed.
+func internKeys(v interface{}) {
+	switch t := v.(type) {
+	case map[string]interface{}:
+		for k, e := range t {
+			internKeys(e)
+			t[unique.Make(k).Value()] = e
+		}
+	case []interface{}:
+		for _, e := range t {
+			internKeys(e)
+		}
+	}
+}
