@@ -7,8 +7,8 @@ const shrinkAfter = 1024
 
 // Peak follows the most entries a map has held since it was made. A Go map keeps the memory of its
 // peak when emptied, and an initial sync fills the syncer's bookkeeping maps with every object: once
-// such a map holds at most an eighth of a peak beyond 1,024 entries, Drained says to make it anew
-// (Remade).
+// such a map holds at most an eighth of a peak beyond 1,024 entries, or none after more than 128,
+// Drained says to make it anew (Remade).
 type Peak struct{ n int }
 
 // Saw records that the map holds n entries.
@@ -17,7 +17,8 @@ func (p *Peak) Saw(n int) { p.n = max(p.n, n) }
 // Drained tells whether a map now holding n entries should be made anew; if so, the peak starts
 // again from n.
 func (p *Peak) Drained(n int) bool {
-	if p.n <= shrinkAfter || n > p.n/8 {
+	emptied := n == 0 && p.n > shrinkAfter/8
+	if !emptied && (p.n <= shrinkAfter || n > p.n/8) {
 		return false
 	}
 	p.n = n
