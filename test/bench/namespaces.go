@@ -119,7 +119,7 @@ func (b *bench) namespacesRound(ctx context.Context, n, rep int, mode, flag, oth
 	b.record("namespaces", label+": upstream LISTs", "requests", []float64{requests("LIST")}, "until its objects arrived")
 	b.record("namespaces", label+": upstream WATCHes", "requests", []float64{requests("WATCH")}, "until its objects arrived")
 	b.record("namespaces", label+": syncer goroutines", "goroutines", []float64{sumMatching(m2, "go_goroutines")}, "settled")
-	b.record("namespaces", label+": syncer RSS", "MiB", []float64{rss}, "settled")
+	b.record("namespaces", label+": syncer RSS", "MiB", []float64{rss / (1 << 20)}, "settled")
 	logf("namespaces: %s: other config's object %v, its own %v", label, otherArrived.Round(time.Millisecond), manyArrived.Round(time.Millisecond))
 	_ = b.up.dyn.Resource(gvrConfigMaps).Namespace(other).Delete(ctx, probe, metav1.DeleteOptions{})
 	return nil
