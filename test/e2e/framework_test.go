@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -179,12 +180,25 @@ type fixture struct {
 
 var nonName = regexp.MustCompile(`[^a-z0-9-]+`)
 
+// fixtureRuns counts the fixtures made under each name: a test run again (go test -count=N) gets
+// names of its own, as the upstream has no namespace controller to finish deleting the last run's.
+var fixtureRuns = struct {
+	sync.Mutex
+	n map[string]int
+}{n: map[string]int{}}
+
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	name := strings.Trim(nonName.ReplaceAllString(strings.ToLower(strings.TrimPrefix(t.Name(), "Test")), "-"), "-")
 	if len(name) > 40 {
 		name = name[:40]
 	}
+	fixtureRuns.Lock()
+	fixtureRuns.n[name]++
+	if run := fixtureRuns.n[name]; run > 1 {
+		name = fmt.Sprintf("%s-r%d", name, run)
+	}
+	fixtureRuns.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	return &fixture{t: t, ctx: ctx, name: name, up: mustClients(upstream), down: mustClients(env.Downstream)}
