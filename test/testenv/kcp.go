@@ -40,7 +40,7 @@ func MissingKCPBinaries(dir string) []string {
 // KCP is the environment's kcp server (Options.KCP): one shard with its embedded etcd, state in
 // Dir/kcp, log in Dir/logs/kcp.log.
 type KCP struct {
-	// URL is the server's base URL, https://127.0.0.1:<port>; a workspace is served at
+	// URL is the server's base URL, https://<Env.Address>:<port>; a workspace is served at
 	// URL + "/clusters/" + its path.
 	URL string
 	// RootDir is kcp's --root-directory.
@@ -100,14 +100,14 @@ var workspacesGVR = schema.GroupVersionResource{Group: "tenancy.kcp.io", Version
 // startKCP starts kcp on the given secure and embedded-etcd ports; waitKCP waits for it.
 func (e *Env) startKCP(ports []int) error {
 	k := &KCP{
-		URL:     fmt.Sprintf("https://127.0.0.1:%d", ports[0]),
+		URL:     fmt.Sprintf("https://%s:%d", e.Address, ports[0]),
 		RootDir: filepath.Join(e.Dir, "kcp"),
 		binDir:  e.opts.KCPBinDir,
 		env:     e,
 	}
 	k.AdminKubeconfig = filepath.Join(k.RootDir, "admin.kubeconfig")
 	if err := e.spawn("kcp", filepath.Join(k.binDir, "kcp"), "start",
-		"--root-directory="+k.RootDir, "--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[0]),
+		"--root-directory="+k.RootDir, "--bind-address="+e.Address, "--secure-port="+strconv.Itoa(ports[0]),
 		"--embedded-etcd-client-port="+strconv.Itoa(ports[1]), "--embedded-etcd-peer-port="+strconv.Itoa(ports[2])); err != nil {
 		return err
 	}
