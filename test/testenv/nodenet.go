@@ -278,6 +278,9 @@ func setUpNetwork(r *slotRecord) error {
 		{"ip", "-n", ns, "link", "set", r.nodeLink(), "up"},
 		{"ip", "-n", ns, "link", "set", "lo", "up"},
 		{"ip", "route", "add", r.podCIDR(), "via", r.nodeIP(), "dev", r.hostLink()},
+		// The Services, for the node's own processes (and hostNetwork pods): a route to choose before
+		// kube-proxy's DNAT in OUTPUT. Not a default route: an address no rule rewrites goes nowhere.
+		{"ip", "-n", ns, "route", "add", serviceCIDR, "dev", r.nodeLink()},
 		// Forwarding between the pods' bridge and the veth, inside kst-<n> only; bridged pod-to-pod
 		// traffic through a Service goes through iptables (kube-proxy's rules) as on any node.
 		{"ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1", "net.bridge.bridge-nf-call-iptables=1"},

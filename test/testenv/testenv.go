@@ -177,7 +177,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		return nil, err
 	}
 	if opts.KCP { // first: it takes longest to start
-		if err := env.startKCP(ports[4:7]); err != nil {
+		if err := env.startKCP(ports[4:7], p); err != nil {
 			return nil, err
 		}
 	}
