@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -182,6 +183,39 @@ func loadNode(envDir string) (*Node, error) {
 	}
 	n.rec = &slotRecord{Slot: n.Slot, Dir: envDir}
 	return n, nil
+}
+
+// cpuReport sums up the CPU time the node's processes and its pods (the slot's cgroups) have used,
+// for the log line at Stop: what the node cost the machine while it ran.
+func (e *Env) cpuReport() string {
+	var parts []string
+	for _, name := range []string{"kubelet", "containerd", "kube-proxy", "kube-scheduler"} {
+		if p := e.procByName(name); p != nil {
+			parts = append(parts, fmt.Sprintf("%s %.1fs", name, processCPU(p.pid).Seconds()))
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/cpuacct", e.Node.Netns, "cpuacct.usage")); err == nil {
+		if ns, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64); err == nil {
+			parts = append(parts, fmt.Sprintf("pods %.1fs", time.Duration(ns).Seconds()))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// processCPU is the CPU time (user and system) a live process has used, from /proc/<pid>/stat
+// (clock ticks of 1/100 s, as on every Linux this runs on).
+func processCPU(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // teardown removes everything the node made (teardownSlot) once the bed's processes are stopped.

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -288,7 +290,10 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	return env, nil
 }
 
-// freePorts finds n free TCP ports on addr.
+// freePorts finds n TCP ports free on addr and on 127.0.0.1 (etcd's address), below the kernel's
+// ephemeral range where it has room: a process of the environment restarted on its port (faults.go)
+// then never finds it taken by a client's outgoing connection, whose source port comes from that
+// range and whose source address is the server's own when both are on this machine.
 func freePorts(addr string, n int) ([]int, error) {
 	var ports []int
 	var lns []net.Listener
@@ -297,15 +302,58 @@ func freePorts(addr string, n int) ([]int, error) {
 			l.Close()
 		}
 	}()
-	for i := 0; i < n; i++ {
+	addrs := []string{addr}
+	if addr != "127.0.0.1" {
+		addrs = append(addrs, "127.0.0.1")
+	}
+	listen := func(port int) bool {
+		var held []net.Listener
+		for _, a := range addrs {
+			l, err := net.Listen("tcp", net.JoinHostPort(a, strconv.Itoa(port)))
+			if err != nil {
+				for _, h := range held {
+					h.Close()
+				}
+				return false
+			}
+			held = append(held, l)
+		}
+		lns = append(lns, held...)
+		return true
+	}
+	const low = 20000
+	high := ephemeralLow()
+	for tries := 0; len(ports) < n && high-low > 1000 && tries < 100*n; tries++ {
+		if port := low + rand.IntN(high-low); !slices.Contains(ports, port) && listen(port) {
+			ports = append(ports, port)
+		}
+	}
+	for len(ports) < n { // no room below the ephemeral range: any free port
 		l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
 		if err != nil {
 			return nil, fmt.Errorf("testenv: no free port: %w", err)
 		}
-		lns = append(lns, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if listen(port) {
+			ports = append(ports, port)
+		}
 	}
 	return ports, nil
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (net.ipv4.ip_local_port_range).
+func ephemeralLow() int {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	if f := strings.Fields(string(data)); len(f) > 0 {
+		if v, err := strconv.Atoi(f[0]); err == nil {
+			return v
+		}
+	}
+	return 32768
 }
 
 func (e *Env) spawn(name, bin string, args ...string) error {
@@ -496,6 +544,9 @@ func (e *Env) writePIDs() error {
 // Stop stops every process the environment started, removes what its node made (Node.teardown)
 // and removes its state folder.
 func (e *Env) Stop() error {
+	if e.Node != nil {
+		e.logf("testenv: CPU time the node used: %s", e.cpuReport())
+	}
 	var pids []int
 	var names []string
 	for i := len(e.procs) - 1; i >= 0; i-- {
