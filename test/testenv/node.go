@@ -205,11 +205,7 @@ func (e *Env) cpuReport() string {
 // processCPU is the CPU time (user and system) a live process has used, from /proc/<pid>/stat
 // (clock ticks of 1/100 s, as on every Linux this runs on).
 func processCPU(pid int) time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	fields := procStat(pid)
 	if len(fields) < 13 {
 		return 0
 	}

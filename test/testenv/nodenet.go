@@ -95,11 +95,7 @@ func readSlot(n int) (*slotRecord, error) {
 
 // processStart is a process's start time in clock ticks since boot (0 if it is gone).
 func processStart(pid int) uint64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	fields := procStat(pid)
 	if len(fields) < 20 {
 		return 0
 	}

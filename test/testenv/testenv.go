@@ -434,13 +434,19 @@ func tail(path string, n int) string {
 }
 
 func alive(pid int) bool {
+	// A zombie (state Z) has exited.
+	fields := procStat(pid)
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+// procStat is a process's /proc/<pid>/stat after its name: field 3 (the state) first, so field N of
+// proc(5) at index N-3; nil if the process is gone.
+func procStat(pid int) []string {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return false
+		return nil
 	}
-	// A zombie (state Z) has exited.
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-	return len(fields) > 0 && fields[0] != "Z"
+	return strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
 }
 
 func (e *Env) waitHTTP(ctx context.Context, name, url string, client *http.Client, timeout time.Duration) error {
