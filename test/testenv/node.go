@@ -115,6 +115,8 @@ type Node struct {
 	// Dir is the node's state folder: containerd's, the kubelet's, the pods' logs.
 	Dir string `json:"dir"`
 	rec *slotRecord
+	// imported is how long the images took to import, from containerd's start.
+	imported time.Duration
 }
 
 const nodeFile = "node.json"
@@ -262,13 +264,14 @@ func (e *Env) startContainerd(ctx context.Context) (<-chan error, error) {
 // importImages waits for containerd's socket and imports each image archive into namespace k8s.io
 // (the CRI's), unpacked for the overlayfs snapshotter.
 func (n *Node) importImages(ctx context.Context, ctr string, archives []string) error {
+	start := time.Now()
+	defer func() { n.imported = time.Since(start) }()
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		c, err := net.Dial("unix", n.ContainerdAddress)
-		if err != nil {
-			return false, nil
+		if err == nil {
+			c.Close()
 		}
-		c.Close()
-		return true, nil
+		return err == nil, nil
 	})
 	if err != nil {
 		return fmt.Errorf("containerd does not answer on %s: %w", n.ContainerdAddress, err)
@@ -333,7 +336,7 @@ func (e *Env) waitNode(ctx context.Context, images <-chan error, started time.Ti
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	e.logf("testenv: node images imported: %s", strings.Join(n.Images, ", "))
+	e.logf("testenv: node images imported in %.1fs: %s", n.imported.Seconds(), strings.Join(n.Images, ", "))
 	cfg, err := e.Downstream.RESTConfig()
 	if err != nil {
 		return err
@@ -342,39 +345,40 @@ func (e *Env) waitNode(ctx context.Context, images <-chan error, started time.Ti
 	if err != nil {
 		return err
 	}
-	last := "not checked yet"
 	proxyHealth := fmt.Sprintf("http://%s:%d/healthz", n.IP, proxyHealthPort)
 	client := &http.Client{Timeout: 2 * time.Second}
+	// ready says why the node is not ready yet (nil: it is).
+	ready := func(ctx context.Context) error {
+		node, err := cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if ok, why := nodeReady(node); !ok {
+			return errors.New(why)
+		}
+		resp, err := client.Get(proxyHealth)
+		if err != nil {
+			return fmt.Errorf("kube-proxy: %w", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("kube-proxy %s: %d", proxyHealth, resp.StatusCode)
+		}
+		return nil
+	}
+	last := errors.New("not checked yet")
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		for _, name := range []string{"containerd", "kubelet", "kube-proxy", "kube-scheduler"} {
 			if p := e.procByName(name); p != nil && !alive(p.pid) {
 				return false, e.failure(name, errors.New("exited during start-up"))
 			}
 		}
-		node, err := cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		if ok, why := nodeReady(node); !ok {
-			last = why
-			return false, nil
-		}
-		resp, err := client.Get(proxyHealth)
-		if err != nil {
-			last = "kube-proxy: " + err.Error()
-			return false, nil
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			last = fmt.Sprintf("kube-proxy %s: %d", proxyHealth, resp.StatusCode)
-			return false, nil
-		}
-		return true, nil
+		last = ready(ctx)
+		return last == nil, nil
 	})
 	if err != nil {
 		if ctx.Err() == nil && wait.Interrupted(err) {
-			return e.failure("kubelet", fmt.Errorf("node %s not ready: %s", n.Name, last))
+			return e.failure("kubelet", fmt.Errorf("node %s not ready: %w", n.Name, last))
 		}
 		return err
 	}

@@ -470,19 +470,15 @@ func teardownSlot(r *slotRecord) error {
 func cgroupProcs(dir string) []int {
 	var pids []int
 	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return nil
-		}
-		data, err := os.ReadFile(filepath.Join(path, "cgroup.procs"))
-		if err != nil {
-			return nil
-		}
-		for _, f := range strings.Fields(string(data)) {
-			if pid, err := strconv.Atoi(f); err == nil {
-				pids = append(pids, pid)
+		if err == nil && d.IsDir() {
+			data, _ := os.ReadFile(filepath.Join(path, "cgroup.procs")) // gone meanwhile: none
+			for _, f := range strings.Fields(string(data)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					pids = append(pids, pid)
+				}
 			}
 		}
-		return nil
+		return nil // a cgroup removed meanwhile: go on
 	})
 	return pids
 }
