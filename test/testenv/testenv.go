@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -290,10 +288,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	return env, nil
 }
 
-// freePorts finds n TCP ports free on addr and on 127.0.0.1 (etcd's address), below the kernel's
-// ephemeral range where it has room: a process of the environment restarted on its port (faults.go)
-// then never finds it taken by a client's outgoing connection, whose source port comes from that
-// range and whose source address is the server's own when both are on this machine.
+// freePorts finds n TCP ports free on addr and on 127.0.0.1, where etcd listens.
 func freePorts(addr string, n int) ([]int, error) {
 	var ports []int
 	var lns []net.Listener
@@ -302,58 +297,26 @@ func freePorts(addr string, n int) ([]int, error) {
 			l.Close()
 		}
 	}()
-	addrs := []string{addr}
-	if addr != "127.0.0.1" {
-		addrs = append(addrs, "127.0.0.1")
-	}
-	listen := func(port int) bool {
-		var held []net.Listener
-		for _, a := range addrs {
-			l, err := net.Listen("tcp", net.JoinHostPort(a, strconv.Itoa(port)))
-			if err != nil {
-				for _, h := range held {
-					h.Close()
-				}
-				return false
-			}
-			held = append(held, l)
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 100*n {
+			return nil, fmt.Errorf("testenv: no port free on both %s and 127.0.0.1", addr)
 		}
-		lns = append(lns, held...)
-		return true
-	}
-	const low = 20000
-	high := ephemeralLow()
-	for tries := 0; len(ports) < n && high-low > 1000 && tries < 100*n; tries++ {
-		if port := low + rand.IntN(high-low); !slices.Contains(ports, port) && listen(port) {
-			ports = append(ports, port)
-		}
-	}
-	for len(ports) < n { // no room below the ephemeral range: any free port
 		l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
 		if err != nil {
 			return nil, fmt.Errorf("testenv: no free port: %w", err)
 		}
+		lns = append(lns, l)
 		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if listen(port) {
-			ports = append(ports, port)
+		if addr != "127.0.0.1" {
+			l2, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+			if err != nil {
+				continue
+			}
+			lns = append(lns, l2)
 		}
+		ports = append(ports, port)
 	}
 	return ports, nil
-}
-
-// ephemeralLow is the first port of the kernel's ephemeral range (net.ipv4.ip_local_port_range).
-func ephemeralLow() int {
-	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 32768
-	}
-	if f := strings.Fields(string(data)); len(f) > 0 {
-		if v, err := strconv.Atoi(f[0]); err == nil {
-			return v
-		}
-	}
-	return 32768
 }
 
 func (e *Env) spawn(name, bin string, args ...string) error {
@@ -433,10 +396,20 @@ func tail(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// alive tells whether a process has not yet finished exiting. A zombie (state Z) has exited unless
+// it is a thread-group leader whose other threads are still on their way out: they still hold its
+// files, its listening sockets among them, and a server started again on the same port would find it
+// in use.
 func alive(pid int) bool {
-	// A zombie (state Z) has exited.
 	fields := procStat(pid)
-	return len(fields) > 0 && fields[0] != "Z"
+	if len(fields) == 0 {
+		return false
+	}
+	if fields[0] != "Z" {
+		return true
+	}
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	return err == nil && len(tasks) > 1
 }
 
 // procStat is a process's /proc/<pid>/stat after its name: field 3 (the state) first, so field N of
