@@ -1,8 +1,9 @@
 // Command testenv starts (`up`) or stops (`down`) the local control plane of package testenv, for
-// `make testenv` and `make testenv-down`, by default with a real node at the edge (-node=false: none). `up` returns once both apiservers are ready and leaves the
+// `make testenv` and `make testenv-down`, by default with a real node at the edge (-node=false: none;
+// -node-image adds an image to it). `up` returns once both apiservers are ready and leaves the
 // processes running; running it again while they run does nothing. With -kcp, `up` also starts kcp and
 // makes the mailbox workspaces (root:espw, root:mailbox bound to it, root:mailbox-plain with CRDs),
-// with kubeconfigs DIR/kcp-<workspace>.kubeconfig.
+// with kubeconfigs DIR/kcp-<workspace>.kubeconfig. `down` also removes what the node made.
 package main
 
 import (
