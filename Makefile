@@ -13,6 +13,12 @@ E2E_BIN     ?= $(CACHE_DIR)/e2e-bin/k8s-v$(K8S_VERSION)
 PROMETHEUS_BIN ?= $(CACHE_DIR)/prometheus/prometheus
 PROMTOOL_BIN   ?= $(CACHE_DIR)/prometheus/promtool
 export E2E_BIN K8S_VERSION PROMETHEUS_BIN PROMTOOL_BIN
+# The edge node of the test bed (test/testenv, Options.Node): containerd, runc, the CNI plugins and
+# busybox from Debian's packages (hack/fetch-node-pkgs.sh; iptables and conntrack installed), and the
+# pause and testapp images built here (hack/build-node-images.sh); kubelet, kube-scheduler and kube-proxy
+# come with the control-plane binaries (E2E_BIN).
+NODE_DIR    ?= $(CACHE_DIR)/node
+export NODE_DIR
 # kcp and crd-puller, built from the Go module proxy by hack/build-kcp.sh (tools module hack/e2e/kcptools).
 KCP_VERSION ?= v0.31.2
 KCP_BIN     ?= $(CACHE_DIR)/e2e-bin/kcp-$(KCP_VERSION)
@@ -25,7 +31,7 @@ E2E_UPSTREAMS ?= kube kcp
 
 IMAGE       ?= kubestellar-syncer:dev
 
-.PHONY: help bench bench-quick build test test-unit test-e2e e2e-bins kcp-bins prometheus-bin image image-check testenv testenv-down lint demo clean
+.PHONY: help bench bench-quick build test test-unit test-e2e e2e-bins kcp-bins node-bins prometheus-bin image image-check testenv testenv-down lint demo clean
 
 help: ## List the targets and what they do.
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z0-9_.-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -40,7 +46,7 @@ test: lint test-unit image-check test-e2e ## Everything CI runs.
 test-unit: prometheus-bin helm-bin ## Unit tests (fake clients, pure packages), with the race detector (promtool checks the alerting rules, helm the chart).
 	$(GO) test -race -count=1 ./pkg/... ./cmd/... ./manifests/... ./charts/... ./test/bench/... ./test/support/...
 
-test-e2e: e2e-bins kcp-bins prometheus-bin helm-bin ## End-to-end tests against real control planes (once per upstream in E2E_UPSTREAMS), the syncer run as a process.
+test-e2e: e2e-bins kcp-bins node-bins prometheus-bin helm-bin ## End-to-end tests against real control planes and a real edge node (once per upstream in E2E_UPSTREAMS), the syncer run as a process.
 	@log=$$(mktemp -t kubestellar-syncer-e2e-XXXXXX.log); echo "full log: $$log"; rc=0; \
 	for up in $(E2E_UPSTREAMS); do \
 	  echo "e2e: upstream $$up"; \
@@ -48,8 +54,12 @@ test-e2e: e2e-bins kcp-bins prometheus-bin helm-bin ## End-to-end tests against 
 	  r=$${PIPESTATUS[0]}; echo "e2e: upstream $$up: exit status $$r"; [ $$r -eq 0 ] || rc=$$r; \
 	done; echo "e2e: full log in $$log"; exit $$rc
 
-e2e-bins: ## Build the control-plane binaries once (about 4-8 minutes cold; seconds when cached).
+e2e-bins: ## Build the control-plane and node binaries once (about 10 minutes cold; seconds when cached).
 	@bash hack/build-k8s-bins.sh
+
+node-bins: e2e-bins ## The edge node's Debian packages (containerd, runc, CNI plugins, busybox; iptables and conntrack installed) and its images, built here (cached).
+	@bash hack/fetch-node-pkgs.sh
+	@bash hack/build-node-images.sh
 
 kcp-bins: ## Build kcp and crd-puller once (about 8 minutes cold; seconds when cached).
 	@bash hack/build-kcp.sh
@@ -65,10 +75,10 @@ image-check: image runc-bin ## Check the Dockerfile, then inspect the built imag
 prometheus-bin: ## Fetch the Prometheus server and promtool from Debian's package (cached).
 	@bash hack/fetch-prometheus.sh
 
-testenv: e2e-bins kcp-bins ## Start etcd, two kube-apiservers and a kube-controller-manager; kubeconfigs in .testenv/. TESTENV_FLAGS=-kcp adds kcp.
-	@$(GO) run ./test/testenv/cmd -dir .testenv $(TESTENV_FLAGS) up
+testenv: e2e-bins kcp-bins node-bins ## Start etcd, two kube-apiservers, a kube-controller-manager and the edge's node (root); kubeconfigs in .testenv/. TESTENV_FLAGS=-kcp adds kcp, -node=false drops the node.
+	@$(GO) run ./test/testenv/cmd -dir .testenv -node-image $(IMAGE_OUT)/syncer-image.docker.tar $(TESTENV_FLAGS) up
 
-testenv-down: ## Stop exactly what `make testenv` started and remove .testenv/.
+testenv-down: ## Stop exactly what `make testenv` started, remove what its node made (pods, mounts, network namespace, cgroups) and .testenv/.
 	@$(GO) run ./test/testenv/cmd -dir .testenv down
 
 # golangci-lint, built from the Go module proxy once per version and Go toolchain (it must be at

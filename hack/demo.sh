@@ -52,8 +52,9 @@ down apply --server-side -f .testenv/demo-syncer.yaml
 down -n "$id" get deployment,serviceaccount,secret,role -o name
 
 say "Run the syncer with the Deployment's arguments and the generated identities (log in .testenv/syncer.log)"
-echo "(No container runtime runs here, so the pod stays Pending; the same binary runs locally instead,"
-echo " with the kubeconfig from the generated Secret upstream and a token of the generated ServiceAccount at the edge.)"
+echo "(The edge's node cannot pull registry.invalid/kubestellar-syncer:demo: no image comes from outside the machine."
+echo " The same binary runs locally instead, with the kubeconfig from the generated Secret upstream and a token of"
+echo " the generated ServiceAccount at the edge.)"
 down -n "$id" get secret "$id-kubeconfig" -o jsonpath='{.data.kubeconfig}' | base64 -d > .testenv/demo-upstream.kubeconfig
 EK=.testenv/demo-edge.kubeconfig
 rm -f "$EK"

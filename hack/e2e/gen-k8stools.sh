@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates hack/e2e/k8stools/go.mod and go.sum: a tools module, outside the project's main module,
-# that builds kube-apiserver, kube-controller-manager and etcd from the Go module proxy.
+# that builds etcd, kube-apiserver, kube-controller-manager and kubectl, and the edge node's kubelet,
+# kube-scheduler and kube-proxy (hack/build-k8s-bins.sh), from the Go module proxy.
 # Run only when bumping K8S or ETCD; the generated files are committed.
 set -euo pipefail
 K8S=${K8S:-1.35.4}        # k8s.io/kubernetes release
@@ -15,5 +16,10 @@ modfile=$(go mod download -json "k8s.io/kubernetes@v$K8S" | sed -n 's/.*"GoMod":
   awk -v v="v0.${K8S#1.}" '$2=="=>" && $3 ~ /^\.\/staging\// {print "\t" $1 " => " $1 " " v}' "$modfile"
   printf ')\n'
 } > go.mod
-go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@v$K8S" "k8s.io/kubernetes/cmd/kube-controller-manager@v$K8S" "k8s.io/kubernetes/cmd/kubectl@v$K8S" "go.etcd.io/etcd/server/v3@$ETCD"
+# The kubelet needs modules the servers do not (e.g. github.com/armon/circbuf): go get records them.
+pkgs=()
+for c in kube-apiserver kube-controller-manager kubectl kubelet kube-scheduler kube-proxy; do
+  pkgs+=("k8s.io/kubernetes/cmd/$c@v$K8S")
+done
+go get -tool "${pkgs[@]}" "go.etcd.io/etcd/server/v3@$ETCD"
 go mod tidy

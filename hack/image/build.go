@@ -70,7 +70,8 @@ type entry struct {
 	name     string // without the leading slash; a directory ends in /
 	mode     int64
 	uid, gid int
-	data     []byte // nil for a directory
+	data     []byte // nil for a directory or a link
+	link     string // a symbolic link's target
 }
 
 // layerOf makes a gzipped OCI layer of entries, in their order, every file dated t: the same entries
@@ -83,7 +84,10 @@ func layerOf(t time.Time, entries []entry) (v1.Layer, error) {
 			Name: e.name, Mode: e.mode, Uid: e.uid, Gid: e.gid, ModTime: t, Format: tar.FormatPAX,
 			Typeflag: tar.TypeReg, Size: int64(len(e.data)),
 		}
-		if e.data == nil {
+		switch {
+		case e.link != "":
+			h.Typeflag, h.Linkname = tar.TypeSymlink, e.link
+		case e.data == nil:
 			h.Typeflag, h.Size = tar.TypeDir, 0
 		}
 		if err := tw.WriteHeader(h); err != nil {
@@ -154,20 +158,13 @@ func buildImage(s spec, p platform) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("syncer layer: %w", err)
 	}
-	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
-	img, err = mutate.ConfigFile(img, &v1.ConfigFile{
-		OS:           p.OS,
-		Architecture: p.Arch,
-		Created:      v1.Time{Time: s.Created},
-		RootFS:       v1.RootFS{Type: "layers"},
-		Config: v1.Config{
-			Entrypoint:   []string{"/syncer"},
-			User:         fmt.Sprintf("%d:%d", nonrootUID, nonrootUID),
-			WorkingDir:   nonrootHome,
-			Env:          []string{"PATH=" + imagePATH, "SSL_CERT_FILE=" + caBundlePath},
-			Labels:       s.labels(),
-			ExposedPorts: map[string]struct{}{"8080/tcp": {}, "8081/tcp": {}},
-		},
+	img, err := imageOf(s.Created, p.OS, p.Arch, v1.Config{
+		Entrypoint:   []string{"/syncer"},
+		User:         fmt.Sprintf("%d:%d", nonrootUID, nonrootUID),
+		WorkingDir:   nonrootHome,
+		Env:          []string{"PATH=" + imagePATH, "SSL_CERT_FILE=" + caBundlePath},
+		Labels:       s.labels(),
+		ExposedPorts: map[string]struct{}{"8080/tcp": {}, "8081/tcp": {}},
 	})
 	if err != nil {
 		return nil, err
@@ -181,6 +178,14 @@ func buildImage(s spec, p platform) (v1.Image, error) {
 			Created: v1.Time{Time: s.Created}, Author: "hack/image",
 			CreatedBy: "/syncer: hack/build-static.sh (CGO_ENABLED=0, -trimpath, stripped) for " + p.String(),
 		}})
+}
+
+// imageOf is an OCI image of a platform with cfg and no layers yet, created at t.
+func imageOf(t time.Time, osName, arch string, cfg v1.Config) (v1.Image, error) {
+	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	return mutate.ConfigFile(img, &v1.ConfigFile{
+		OS: osName, Architecture: arch, Created: v1.Time{Time: t}, RootFS: v1.RootFS{Type: "layers"}, Config: cfg,
+	})
 }
 
 // buildIndex makes the OCI index of the platforms' images, in their order.

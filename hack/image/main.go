@@ -8,6 +8,7 @@
 //	syncer-image.docker.tar one platform's image as a docker-archive (docker load, kind load)
 //
 // and, with -push, pushes the index to -tag's registry (credentials as docker login stores them).
+// `image node-images` writes the test bed's pause and testapp images instead (nodeimages.go).
 // hack/build-image.sh builds the binaries and runs it (make image); image_test.go inspects the
 // result (make image-check).
 package main
@@ -39,6 +40,13 @@ func (b *binaries) String() string     { return strings.Join(*b, ",") }
 func (b *binaries) Set(v string) error { *b = append(*b, v); return nil }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "node-images" {
+		if err := runNodeImages(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "image:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var bins binaries
 	flag.Var(&bins, "binary", "os/arch=path of a static syncer built for that platform (repeat for each platform; the first is the index's first)")
 	out := flag.String("out", "", "output directory (its layout/ and tarballs are replaced)")

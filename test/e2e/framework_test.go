@@ -81,6 +81,21 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	opts := testenv.Options{BinDir: bin, Dir: filepath.Join(dir, "env"), Log: os.Stderr}
+	// The edge has a real node (node_test.go) unless E2E_NODE=0: root, `make node-bins`.
+	if os.Getenv("E2E_NODE") != "0" {
+		opts.Node, opts.NodeDir = true, os.Getenv("NODE_DIR")
+		if opts.NodeDir == "" {
+			opts.NodeDir = testenv.DefaultNodeDir()
+		}
+		if missing := testenv.MissingNodeFiles(bin, opts.NodeDir); len(missing) > 0 {
+			fmt.Fprintf(os.Stderr, "e2e: the edge node lacks %v (E2E_BIN=%q, NODE_DIR=%q: run `make node-bins`, or E2E_NODE=0 for no node)\n", missing, bin, opts.NodeDir)
+			return 1
+		}
+		// The syncer's image, when `make image` built it, for tests that run the syncer as a Pod.
+		if img := filepath.Join(repoRoot, "_output", "image", "syncer-image.docker.tar"); fileExists(img) {
+			opts.NodeImages = append(opts.NodeImages, img)
+		}
+	}
 	kind := os.Getenv("E2E_UPSTREAM")
 	switch kind {
 	case "", "kube":
@@ -131,6 +146,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
+}
+
+func fileExists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // refreshUpstream reads the kcp mailbox's kubeconfig again, after a restart of kcp changed its admin

@@ -40,7 +40,7 @@ func MissingKCPBinaries(dir string) []string {
 // KCP is the environment's kcp server (Options.KCP): one shard with its embedded etcd, state in
 // Dir/kcp, log in Dir/logs/kcp.log.
 type KCP struct {
-	// URL is the server's base URL, https://127.0.0.1:<port>; a workspace is served at
+	// URL is the server's base URL, https://<Env.Address>:<port>; a workspace is served at
 	// URL + "/clusters/" + its path.
 	URL string
 	// RootDir is kcp's --root-directory.
@@ -97,22 +97,44 @@ func (w *Workspace) Server() (*Server, error) {
 
 var workspacesGVR = schema.GroupVersionResource{Group: "tenancy.kcp.io", Version: "v1alpha1", Resource: "workspaces"}
 
-// startKCP starts kcp on the given secure and embedded-etcd ports; waitKCP waits for it.
-func (e *Env) startKCP(ports []int) error {
+// startKCP starts kcp on the given secure and embedded-etcd ports; waitKCP waits for it. kcp serves
+// the environment's serving certificate, followed by its CA (kcp writes what it serves as the CA of
+// its admin kubeconfig): it covers 127.0.0.1 as well as Env.Address, where kcp listens, so that a
+// test's proxy on 127.0.0.1 in front of kcp is trusted as one in front of a kube-apiserver is (kcp's
+// own certificate would name its bind address only).
+func (e *Env) startKCP(ports []int, p *pki) error {
 	k := &KCP{
-		URL:     fmt.Sprintf("https://127.0.0.1:%d", ports[0]),
+		URL:     fmt.Sprintf("https://%s:%d", e.Address, ports[0]),
 		RootDir: filepath.Join(e.Dir, "kcp"),
 		binDir:  e.opts.KCPBinDir,
 		env:     e,
 	}
 	k.AdminKubeconfig = filepath.Join(k.RootDir, "admin.kubeconfig")
+	bundle := filepath.Join(p.dir, "kcp-serving.crt")
+	if err := concatFiles(bundle, p.servingCert, p.caCert); err != nil {
+		return err
+	}
 	if err := e.spawn("kcp", filepath.Join(k.binDir, "kcp"), "start",
-		"--root-directory="+k.RootDir, "--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[0]),
+		"--tls-cert-file="+bundle, "--tls-private-key-file="+p.servingKey,
+		"--root-directory="+k.RootDir, "--bind-address="+e.Address, "--secure-port="+strconv.Itoa(ports[0]),
 		"--embedded-etcd-client-port="+strconv.Itoa(ports[1]), "--embedded-etcd-peer-port="+strconv.Itoa(ports[2])); err != nil {
 		return err
 	}
 	e.KCP = k
 	return nil
+}
+
+// concatFiles writes the files' contents, one after the other, to out.
+func concatFiles(out string, files ...string) error {
+	var data []byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		data = append(data, b...)
+	}
+	return os.WriteFile(out, data, 0o600)
 }
 
 // waitKCP waits until kcp answers /readyz to its admin (a fresh root directory takes about 25s on 2 cores).

@@ -25,7 +25,23 @@ type pki struct {
 	servingCert, servingKey  string
 	adminCert, adminKey      string
 	saPub, saKey, tokensFile string
+	// The node's client certificates (Options.Node): the kubelet's (system:node:<name> in
+	// system:nodes, for the Node authorizer), kube-proxy's and kube-scheduler's (the users the
+	// default RBAC bindings name).
+	kubeletCert, kubeletKey     string
+	proxyCert, proxyKey         string
+	schedulerCert, schedulerKey string
 }
+
+// serviceIP is the kubernetes Service's ClusterIP: the first address of --service-cluster-ip-range.
+const (
+	serviceCIDR = "10.0.0.0/24"
+	serviceIP   = "10.0.0.1"
+)
+
+// servingNames are the names the serving certificate covers besides its IP addresses: those by which
+// a client on this machine (localhost) and a pod (the kubernetes Service) reach an apiserver.
+var servingNames = []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
 
 func writePEM(path, typ string, der []byte) error {
 	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
@@ -40,9 +56,11 @@ func newKey() (*ecdsa.PrivateKey, []byte, error) {
 	return key, der, err
 }
 
-// generatePKI writes a CA, a serving certificate for 127.0.0.1/localhost, an admin client
-// certificate (system:masters), a service-account signing key pair and a static token file.
-func generatePKI(dir string) (*pki, error) {
+// generatePKI writes a CA, a serving certificate, an admin client certificate (system:masters), a
+// service-account signing key pair and a static token file, and with node the node's client
+// certificates. The serving certificate covers 127.0.0.1, the kubernetes Service's IP, ips (the bed's
+// address) and servingNames.
+func generatePKI(dir string, ips []string, node string) (*pki, error) {
 	p := &pki{dir: dir,
 		caCert: filepath.Join(dir, "ca.crt"), caKey: filepath.Join(dir, "ca.key"),
 		servingCert: filepath.Join(dir, "serving.crt"), servingKey: filepath.Join(dir, "serving.key"),
@@ -88,14 +106,36 @@ func generatePKI(dir string) (*pki, error) {
 		}
 		return writePEM(keyPath, "EC PRIVATE KEY", keyDER)
 	}
-	if err := issue(2, &x509.Certificate{Subject: pkix.Name{CommonName: "localhost"}, DNSNames: []string{"localhost"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}},
+	servingIPs := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(serviceIP)}
+	for _, ip := range ips {
+		if parsed := net.ParseIP(ip); parsed != nil && !parsed.IsLoopback() {
+			servingIPs = append(servingIPs, parsed)
+		}
+	}
+	if err := issue(2, &x509.Certificate{Subject: pkix.Name{CommonName: "localhost"}, DNSNames: servingNames,
+		IPAddresses: servingIPs, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}},
 		p.servingCert, p.servingKey); err != nil {
 		return nil, fmt.Errorf("serving certificate: %w", err)
 	}
-	if err := issue(3, &x509.Certificate{Subject: pkix.Name{CommonName: "testenv-admin", Organization: []string{"system:masters"}},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}, p.adminCert, p.adminKey); err != nil {
-		return nil, fmt.Errorf("admin certificate: %w", err)
+	type client struct {
+		name, cert, key string
+		subject         pkix.Name
+	}
+	clients := []client{{"admin", p.adminCert, p.adminKey, pkix.Name{CommonName: "testenv-admin", Organization: []string{"system:masters"}}}}
+	if node != "" {
+		p.kubeletCert, p.kubeletKey = filepath.Join(dir, "kubelet.crt"), filepath.Join(dir, "kubelet.key")
+		p.proxyCert, p.proxyKey = filepath.Join(dir, "kube-proxy.crt"), filepath.Join(dir, "kube-proxy.key")
+		p.schedulerCert, p.schedulerKey = filepath.Join(dir, "kube-scheduler.crt"), filepath.Join(dir, "kube-scheduler.key")
+		clients = append(clients,
+			client{"kubelet", p.kubeletCert, p.kubeletKey, pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}}},
+			client{"kube-proxy", p.proxyCert, p.proxyKey, pkix.Name{CommonName: "system:kube-proxy"}},
+			client{"kube-scheduler", p.schedulerCert, p.schedulerKey, pkix.Name{CommonName: "system:kube-scheduler"}})
+	}
+	for i, c := range clients {
+		if err := issue(int64(3+i), &x509.Certificate{Subject: c.subject, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}},
+			c.cert, c.key); err != nil {
+			return nil, fmt.Errorf("%s certificate: %w", c.name, err)
+		}
 	}
 	saKey, saKeyDER, err := newKey()
 	if err != nil {

@@ -42,6 +42,16 @@ type Options struct {
 	// UpstreamControllers also runs a kube-controller-manager against upstream with the namespace
 	// controllers every real cluster runs: root-CA publisher, ServiceAccount and ServiceAccount token.
 	UpstreamControllers bool
+	// Node gives the edge a real node (Env.Node, node.go): containerd, a kubelet and kube-proxy in a
+	// network namespace of the bed's own, and a kube-scheduler. The servers then listen on the bed's
+	// address (Env.Address) instead of 127.0.0.1, where pods reach them too. It needs root, the node's
+	// binaries in BinDir (NodeBinaryNames) and NodeDir (`make node-bins`).
+	Node bool
+	// NodeDir holds containerd, runc, the CNI plugins and the node's images (DefaultNodeDir).
+	NodeDir string
+	// NodeImages are more image archives (docker-archive or OCI tarballs) to import into the node's
+	// containerd, e.g. the syncer's image of `make image`; PauseImage and TestAppImage always are.
+	NodeImages []string
 }
 
 // Server is one kube-apiserver of the environment.
@@ -69,8 +79,9 @@ func (s *Server) TokenConfig(token string) *rest.Config {
 // CAFile is the CA that signed the servers' certificates.
 func (s *Server) CAFile() string { return s.pki.caCert }
 
-// ServingCert is the environment's serving certificate and key (for 127.0.0.1 and localhost, signed
-// by the kube-apiservers' CA, Downstream.CAFile), for a test's own server in front of an apiserver.
+// ServingCert is the environment's serving certificate and key (for 127.0.0.1, localhost, Address and
+// the kubernetes Service, signed by the kube-apiservers' CA, Downstream.CAFile), for a test's own
+// server in front of an apiserver.
 func (e *Env) ServingCert() (certFile, keyFile string) {
 	return e.Downstream.pki.servingCert, e.Downstream.pki.servingKey
 }
@@ -81,6 +92,12 @@ type Env struct {
 	Upstream   *Server
 	Downstream *Server
 	KCP        *KCP // the kcp server, with Options.KCP
+	// Node is the edge's node, with Options.Node.
+	Node *Node
+	// Address is where the kube-apiservers and kcp listen, and the host of every URL and kubeconfig
+	// the environment writes: 127.0.0.1, or with a node the bed's address (Node.HostIP), which pods
+	// reach too. Never every interface.
+	Address string
 	// EtcdURL is the etcd client URL both kube-apiservers use.
 	EtcdURL string
 	opts    Options
@@ -128,24 +145,39 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	env := &Env{Dir: dir, opts: opts}
+	env := &Env{Dir: dir, opts: opts, Address: "127.0.0.1"}
 	ok := false
 	defer func() {
 		if !ok {
-			_ = env.Stop()
+			if err := env.Stop(); err != nil {
+				fmt.Fprintf(opts.Log, "testenv: stopping after a failed start: %v\n", err)
+			}
 		}
 	}()
 	start := time.Now()
-	p, err := generatePKI(filepath.Join(dir, "pki"))
+	nodeName := ""
+	if opts.Node {
+		if err := env.setUpNode(); err != nil {
+			return nil, err
+		}
+		env.Address, nodeName = env.Node.HostIP, env.Node.Name
+	}
+	p, err := generatePKI(filepath.Join(dir, "pki"), []string{env.Address}, nodeName)
 	if err != nil {
 		return nil, fmt.Errorf("testenv: PKI: %w", err)
 	}
-	ports, err := freePorts(7)
+	var images <-chan error
+	if opts.Node { // containerd needs no apiserver: it starts, and imports the images, meanwhile
+		if images, err = env.startContainerd(ctx); err != nil {
+			return nil, err
+		}
+	}
+	ports, err := freePorts(env.Address, 7)
 	if err != nil {
 		return nil, err
 	}
 	if opts.KCP { // first: it takes longest to start
-		if err := env.startKCP(ports[4:7]); err != nil {
+		if err := env.startKCP(ports[4:7], p); err != nil {
 			return nil, err
 		}
 	}
@@ -165,18 +197,29 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	env.EtcdURL = etcdURL
 
 	for i, name := range []string{"upstream", "downstream"} {
-		s := &Server{Name: name, URL: fmt.Sprintf("https://127.0.0.1:%d", ports[2+i]), Kubeconfig: filepath.Join(dir, name+".kubeconfig"),
+		s := &Server{Name: name, URL: fmt.Sprintf("https://%s:%d", env.Address, ports[2+i]), Kubeconfig: filepath.Join(dir, name+".kubeconfig"),
 			BearerToken: AdminToken, pki: p}
-		if err := env.spawn("kube-apiserver-"+name, filepath.Join(opts.BinDir, "kube-apiserver"),
-			"--etcd-servers="+etcdURL, "--etcd-prefix=/"+name,
-			"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[2+i]),
-			"--cert-dir="+filepath.Join(dir, name, "certs"),
-			"--tls-cert-file="+p.servingCert, "--tls-private-key-file="+p.servingKey,
-			"--client-ca-file="+p.caCert, "--token-auth-file="+p.tokensFile,
+		args := []string{"--etcd-servers=" + etcdURL, "--etcd-prefix=/" + name,
+			"--bind-address=" + env.Address, "--advertise-address=" + env.Address, "--secure-port=" + strconv.Itoa(ports[2+i]),
+			"--cert-dir=" + filepath.Join(dir, name, "certs"),
+			"--tls-cert-file=" + p.servingCert, "--tls-private-key-file=" + p.servingKey,
+			"--client-ca-file=" + p.caCert, "--token-auth-file=" + p.tokensFile,
 			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-			"--service-account-key-file="+p.saPub, "--service-account-signing-key-file="+p.saKey,
-			"--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=RBAC",
-			"--endpoint-reconciler-type=none", "--profiling=false"); err != nil {
+			"--service-account-key-file=" + p.saPub, "--service-account-signing-key-file=" + p.saKey,
+			"--service-cluster-ip-range=" + serviceCIDR, "--profiling=false"}
+		if name == "downstream" && opts.Node {
+			// The node's apiserver: the kubernetes Service's endpoint is the bed's address (the lease
+			// reconciler keeps it), kubelets are authorized as nodes, and the apiserver reaches the
+			// kubelet (logs, exec) with the admin's client certificate.
+			args = append(args, "--endpoint-reconciler-type=lease", "--authorization-mode=Node,RBAC",
+				"--enable-admission-plugins=NodeRestriction",
+				"--kubelet-client-certificate="+p.adminCert, "--kubelet-client-key="+p.adminKey,
+				"--kubelet-preferred-address-types=InternalIP") // the node's name resolves nowhere
+		} else {
+			// No pod reaches this one through a Service: no endpoint to keep (127.0.0.1 may not be one).
+			args = append(args, "--endpoint-reconciler-type=none", "--authorization-mode=RBAC")
+		}
+		if err := env.spawn("kube-apiserver-"+name, filepath.Join(opts.BinDir, "kube-apiserver"), args...); err != nil {
 			return nil, err
 		}
 		if err := writeKubeconfig(s); err != nil {
@@ -200,8 +243,15 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		"--authentication-kubeconfig="+env.Downstream.Kubeconfig, "--authorization-kubeconfig="+env.Downstream.Kubeconfig,
 		"--bind-address=127.0.0.1", "--secure-port=0", "--leader-elect=false",
 		"--service-account-private-key-file="+p.saKey, "--root-ca-file="+p.caCert, "--use-service-account-credentials=true",
-		"--controllers=*,-nodeipam,-nodelifecycle,-persistentvolume-binder,-attachdetach,-persistentvolume-expander,-cloud-node-lifecycle,-ttl"); err != nil {
+		// nodelifecycle lifts a new Node's not-ready taint once it is Ready (and marks it NotReady when
+		// its kubelet stops); pod CIDRs come from the node's CNI configuration, not nodeipam.
+		"--controllers=*,-nodeipam,-persistentvolume-binder,-attachdetach,-persistentvolume-expander,-cloud-node-lifecycle,-ttl"); err != nil {
 		return nil, err
+	}
+	if opts.Node {
+		if err := env.startNodeAgents(p); err != nil {
+			return nil, err
+		}
 	}
 	if opts.UpstreamControllers {
 		if err := env.startUpstreamControllers(p); err != nil {
@@ -222,6 +272,14 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 			return nil, err
 		}
 	}
+	if opts.Node {
+		if err := env.waitNode(ctx, images, start); err != nil {
+			return nil, err
+		}
+		if err := env.Node.save(dir); err != nil { // with the images
+			return nil, err
+		}
+	}
 	fmt.Fprintf(opts.Log, "testenv: kube-controller-manager active on downstream; environment up in %.1fs\n", time.Since(start).Seconds())
 	if err := env.writePIDs(); err != nil {
 		return nil, err
@@ -230,7 +288,8 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	return env, nil
 }
 
-func freePorts(n int) ([]int, error) {
+// freePorts finds n TCP ports free on addr and on 127.0.0.1, where etcd listens.
+func freePorts(addr string, n int) ([]int, error) {
 	var ports []int
 	var lns []net.Listener
 	defer func() {
@@ -238,18 +297,39 @@ func freePorts(n int) ([]int, error) {
 			l.Close()
 		}
 	}()
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 100*n {
+			return nil, fmt.Errorf("testenv: no port free on both %s and 127.0.0.1", addr)
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
 		if err != nil {
 			return nil, fmt.Errorf("testenv: no free port: %w", err)
 		}
 		lns = append(lns, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		port := l.Addr().(*net.TCPAddr).Port
+		if addr != "127.0.0.1" {
+			l2, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+			if err != nil {
+				continue
+			}
+			lns = append(lns, l2)
+		}
+		ports = append(ports, port)
 	}
 	return ports, nil
 }
 
 func (e *Env) spawn(name, bin string, args ...string) error {
+	return e.spawnIn("", nil, name, bin, args...)
+}
+
+// spawnIn starts a process of the environment in the named network namespace (through nsenter,
+// which execs it: the PID is the process's), with env added to this process's environment.
+func (e *Env) spawnIn(netns string, env []string, name, bin string, args ...string) error {
+	if netns != "" {
+		args = append([]string{"--net=" + filepath.Join("/run/netns", netns), "--", bin}, args...)
+		bin = "nsenter"
+	}
 	logPath := filepath.Join(e.Dir, "logs", name+".log")
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return err
@@ -262,6 +342,9 @@ func (e *Env) spawn(name, bin string, args ...string) error {
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Dir = e.Dir
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if e.opts.Detach {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	} else {
@@ -313,14 +396,30 @@ func tail(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// alive tells whether a process has not yet finished exiting. A zombie (state Z) has exited unless
+// it is a thread-group leader whose other threads are still on their way out: they still hold its
+// files, its listening sockets among them, and a server started again on the same port would find it
+// in use.
 func alive(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
+	fields := procStat(pid)
+	if len(fields) == 0 {
 		return false
 	}
-	// A zombie (state Z) has exited.
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-	return len(fields) > 0 && fields[0] != "Z"
+	if fields[0] != "Z" {
+		return true
+	}
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	return err == nil && len(tasks) > 1
+}
+
+// procStat is a process's /proc/<pid>/stat after its name: field 3 (the state) first, so field N of
+// proc(5) at index N-3; nil if the process is gone.
+func procStat(pid int) []string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
 }
 
 func (e *Env) waitHTTP(ctx context.Context, name, url string, client *http.Client, timeout time.Duration) error {
@@ -396,12 +495,18 @@ func (e *Env) waitControllers(ctx context.Context, s *Server, proc string, timeo
 }
 
 func writeKubeconfig(s *Server) error {
+	return writeClientKubeconfig(s.Kubeconfig, s.Name, s.URL, s.pki.caCert, s.pki.adminCert, s.pki.adminKey)
+}
+
+// writeClientKubeconfig writes a kubeconfig for the server at url, authenticating with a client
+// certificate; cluster and context are called name, the user "admin".
+func writeClientKubeconfig(path, name, url, ca, cert, key string) error {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[s.Name] = &clientcmdapi.Cluster{Server: s.URL, CertificateAuthority: s.pki.caCert}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificate: s.pki.adminCert, ClientKey: s.pki.adminKey}
-	cfg.Contexts[s.Name] = &clientcmdapi.Context{Cluster: s.Name, AuthInfo: "admin"}
-	cfg.CurrentContext = s.Name
-	return clientcmd.WriteToFile(*cfg, s.Kubeconfig)
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: url, CertificateAuthority: ca}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificate: cert, ClientKey: key}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: "admin"}
+	cfg.CurrentContext = name
+	return clientcmd.WriteToFile(*cfg, path)
 }
 
 const pidFile = "pids"
@@ -415,15 +520,35 @@ func (e *Env) writePIDs() error {
 	return os.WriteFile(filepath.Join(e.Dir, pidFile), []byte(b.String()), 0o644)
 }
 
-// Stop stops every process the environment started and removes its state folder.
+// Stop stops every process the environment started, removes what its node made (Node.teardown)
+// and removes its state folder.
 func (e *Env) Stop() error {
+	if e.Node != nil {
+		e.logf("testenv: CPU time the node used: %s", e.cpuReport())
+	}
 	var pids []int
+	var names []string
 	for i := len(e.procs) - 1; i >= 0; i-- {
 		pids = append(pids, e.procs[i].pid)
+		names = append(names, e.procs[i].name)
 	}
-	stopPIDs(pids)
+	stopPIDs(pids, names)
 	e.procs = nil
+	if e.Node != nil {
+		start := time.Now()
+		if err := e.Node.teardown(); err != nil {
+			return fmt.Errorf("testenv: removing the node (state kept in %s): %w", e.Dir, err)
+		}
+		e.logf("testenv: node removed in %.1fs", time.Since(start).Seconds())
+	}
 	return os.RemoveAll(e.Dir)
+}
+
+// logf writes a progress line to Options.Log.
+func (e *Env) logf(format string, args ...any) {
+	if e.opts.Log != nil {
+		fmt.Fprintf(e.opts.Log, format+"\n", args...)
+	}
 }
 
 // StopDir stops the processes recorded in a state folder by an earlier Start and removes the folder.
@@ -434,15 +559,29 @@ func StopDir(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	node, err := loadNode(dir)
+	if err != nil {
+		return nil, err
+	}
+	// A node's start-up records it before its PID file: tear it down after whatever processes ran.
+	teardown := func(stopped []string) ([]string, error) {
+		if node != nil {
+			if err := node.teardown(); err != nil {
+				return stopped, fmt.Errorf("testenv: removing the node (state kept in %s): %w", dir, err)
+			}
+			stopped = append(stopped, fmt.Sprintf("node %s (network namespace %s, pods, mounts, cgroups)", node.Name, node.Netns))
+		}
+		return stopped, os.RemoveAll(dir)
+	}
 	data, err := os.ReadFile(filepath.Join(dir, pidFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, os.RemoveAll(dir)
+		return teardown(nil)
 	}
 	if err != nil {
 		return nil, err
 	}
 	var pids []int
-	var stopped []string
+	var names, stopped []string
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		fields := strings.Fields(lines[i])
@@ -454,10 +593,11 @@ func StopDir(dir string) ([]string, error) {
 			continue
 		}
 		pids = append(pids, pid)
+		names = append(names, fields[0])
 		stopped = append(stopped, fmt.Sprintf("%s (pid %d)", fields[0], pid))
 	}
-	stopPIDs(pids)
-	return stopped, os.RemoveAll(dir)
+	stopPIDs(pids, names)
+	return teardown(stopped)
 }
 
 // Running tells whether every process recorded in a state folder is alive.
@@ -490,8 +630,23 @@ func cmdlineNames(pid int, dir string) bool {
 	return err == nil && strings.Contains(string(data), dir)
 }
 
-// stopPIDs sends SIGTERM, waits up to 10s, then SIGKILLs what is left.
-func stopPIDs(pids []int) {
+// stopPIDs stops the processes in two rounds, etcd last: an apiserver shutting down still writes
+// (its endpoint lease) and would wait out its timeout for an etcd already gone.
+func stopPIDs(pids []int, names []string) {
+	var first, last []int
+	for i, pid := range pids {
+		if names[i] == "etcd" {
+			last = append(last, pid)
+		} else {
+			first = append(first, pid)
+		}
+	}
+	terminate(first)
+	terminate(last)
+}
+
+// terminate sends SIGTERM, waits up to 10s, then SIGKILLs what is left.
+func terminate(pids []int) {
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 	}
@@ -542,6 +697,13 @@ func Load(dir string) (*Env, error) {
 	}
 	if env.KCP, err = loadKCP(env); err != nil {
 		return nil, err
+	}
+	if env.Node, err = loadNode(dir); err != nil {
+		return nil, err
+	}
+	env.Address = "127.0.0.1"
+	if env.Node != nil {
+		env.Address = env.Node.HostIP
 	}
 	return env, nil
 }
