@@ -38,8 +38,8 @@ import (
 var (
 	env *testenv.Env
 	// upstream is the mailbox under test: the plain kube-apiserver (E2E_UPSTREAM=kube, the default) or
-	// a KubeStellar-style kcp mailbox workspace, whose Deployments, Services and Jobs come from an
-	// APIBinding (E2E_UPSTREAM=kcp). Both run the controllers a real one runs.
+	// a KubeStellar-style kcp mailbox workspace, whose Deployments, DaemonSets, Services and Jobs come
+	// from an APIBinding (E2E_UPSTREAM=kcp). Both run the controllers a real one runs.
 	upstream  *testenv.Server
 	mailboxes *testenv.KCPMailboxes // with E2E_UPSTREAM=kcp: the provider and mailbox workspaces
 	syncerBin string

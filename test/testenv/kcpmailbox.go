@@ -60,7 +60,7 @@ const (
 )
 
 // MailboxResources are the edge resources that KubernetesExport serves (crd-puller's resource names).
-var MailboxResources = []string{"deployments.apps", "services", "jobs.batch"}
+var MailboxResources = []string{"deployments.apps", "daemonsets.apps", "services", "jobs.batch"}
 
 var (
 	crdsGVR            = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
