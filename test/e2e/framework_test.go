@@ -224,6 +224,14 @@ func newFixture(t *testing.T) *fixture {
 	return &fixture{t: t, ctx: ctx, name: name, up: mustClients(upstream), down: mustClients(env.Downstream)}
 }
 
+// in is f for a subtest of f's test (t.Run): the same names and clients, failing t. A parallel
+// subtest must not fail its parent from its own goroutine.
+func (f *fixture) in(t *testing.T) *fixture {
+	sub := *f
+	sub.t = t
+	return &sub
+}
+
 // syncerProc is a running syncer process.
 type syncerProc struct {
 	t           *testing.T
@@ -505,8 +513,14 @@ func (f *fixture) config(gvr schema.GroupVersionResource, kind, name string, spe
 // waitFor waits until the object exists on a side and satisfies check (nil: just exists).
 func (f *fixture) waitFor(c clients, gvr schema.GroupVersionResource, namespace, name string, check func(*unstructured.Unstructured) (bool, string)) *unstructured.Unstructured {
 	f.t.Helper()
+	return f.waitForWithin(30*time.Second, c, gvr, namespace, name, check)
+}
+
+// waitForWithin is waitFor with a timeout of its own: for what a node must run first.
+func (f *fixture) waitForWithin(timeout time.Duration, c clients, gvr schema.GroupVersionResource, namespace, name string, check func(*unstructured.Unstructured) (bool, string)) *unstructured.Unstructured {
+	f.t.Helper()
 	var got *unstructured.Unstructured
-	eventually(f.t, 30*time.Second, fmt.Sprintf("%s %s/%s", gvr.Resource, namespace, name), func() (bool, string) {
+	eventually(f.t, timeout, fmt.Sprintf("%s %s/%s", gvr.Resource, namespace, name), func() (bool, string) {
 		o, err := f.get(c, gvr, namespace, name)
 		if err != nil {
 			return false, err.Error()
