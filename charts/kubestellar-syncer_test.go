@@ -319,8 +319,9 @@ func checkCommon(t *testing.T, m *manifest, version string) *options.Options {
 			t.Errorf("probe on %s: %+v", p.path, p.probe)
 		}
 	}
-	if len(c.Env) != 1 || c.Env[0].Name != "POD_NAMESPACE" || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
-		t.Errorf("env %+v: want POD_NAMESPACE from the downward API", c.Env)
+	if len(c.Env) != 2 || c.Env[0].Name != "POD_NAMESPACE" || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.namespace" ||
+		c.Env[1].Name != "POD_UID" || c.Env[1].ValueFrom == nil || c.Env[1].ValueFrom.FieldRef.FieldPath != "metadata.uid" {
+		t.Errorf("env %+v: want POD_NAMESPACE and POD_UID from the downward API", c.Env)
 	}
 
 	// Restricted: non-root as the image's user, RuntimeDefault seccomp, read-only root filesystem,

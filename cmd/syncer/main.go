@@ -23,7 +23,6 @@ import (
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -294,7 +293,7 @@ func leaseLock(opts *options.Options, downCfg *rest.Config) (resourcelock.Interf
 	}
 	host, _ := os.Hostname()
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, opts.LeaderElectResourceNamespace, opts.LeaderElectResourceName,
-		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())})
+		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: host + "_" + opts.LeaderElectIdentity})
 	if err != nil {
 		return nil, fmt.Errorf("leader election lock: %w", err)
 	}

@@ -147,11 +147,15 @@ func (e Edge) Objects() ([]runtime.Object, error) {
 						SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](nonRootUID), RunAsGroup: ptr.To[int64](nonRootUID),
 							SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 						Containers: []corev1.Container{{
-							Name:                     ContainerName,
-							Image:                    e.Image,
-							ImagePullPolicy:          corev1.PullIfNotPresent,
-							Args:                     e.SyncerArgs(),
-							Env:                      []corev1.EnvVar{{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}},
+							Name:            ContainerName,
+							Image:           e.Image,
+							ImagePullPolicy: corev1.PullIfNotPresent,
+							Args:            e.SyncerArgs(),
+							Env: []corev1.EnvVar{
+								{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+								// The Lease identity: a restarted container of the Pod leads again at once.
+								{Name: "POD_UID", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}},
+							},
 							Ports:                    []corev1.ContainerPort{{Name: "metrics", ContainerPort: MetricsPort}, {Name: "health", ContainerPort: HealthPort}},
 							LivenessProbe:            probe("/healthz", 10),
 							ReadinessProbe:           probe("/readyz", 5),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	logsapi "k8s.io/component-base/logs/api/v1"
@@ -51,13 +52,16 @@ type Options struct {
 	LeaderElect                  bool
 	LeaderElectResourceNamespace string
 	LeaderElectResourceName      string
-	LeaderElectLeaseDuration     time.Duration
-	LeaderElectRenewDeadline     time.Duration
-	LeaderElectRetryPeriod       time.Duration
-	DiscoveryRefreshPeriod       time.Duration
-	MaxNamespaceInformers        int
-	AuditPeriod                  time.Duration
-	ConflictRecheckPeriod        time.Duration
+	// LeaderElectIdentity is this process's identity in the Lease, after its host name: $POD_UID in a
+	// Pod, so that a restarted container of the same Pod leads at once; a random UID otherwise.
+	LeaderElectIdentity      string
+	LeaderElectLeaseDuration time.Duration
+	LeaderElectRenewDeadline time.Duration
+	LeaderElectRetryPeriod   time.Duration
+	DiscoveryRefreshPeriod   time.Duration
+	MaxNamespaceInformers    int
+	AuditPeriod              time.Duration
+	ConflictRecheckPeriod    time.Duration
 
 	// APIExportEndpointSlice, when set, serves every workspace bound to an APIExport through its
 	// virtual workspace (package mailboxes); --from-kubeconfig then points at the workspace that holds
@@ -188,6 +192,13 @@ func (o *Options) Complete() error {
 	}
 	if o.LeaderElectResourceName == "" {
 		o.LeaderElectResourceName = "kubestellar-syncer-" + mapping.OwnerLabelValue(o.SyncTargetName)
+	}
+	if o.LeaderElectIdentity == "" {
+		// One Pod runs one syncer container at a time: its next run may take its Lease over at once
+		// instead of waiting a lease duration for itself. Outside a Pod every process is another.
+		if o.LeaderElectIdentity = os.Getenv("POD_UID"); o.LeaderElectIdentity == "" {
+			o.LeaderElectIdentity = string(uuid.NewUUID())
+		}
 	}
 	return nil
 }

@@ -124,3 +124,19 @@ current-context: x
 		}
 	}
 }
+
+// TestLeaderElectIdentity: in a Pod ($POD_UID) the Lease identity is the Pod's, the same for each run
+// of its container, so that a restarted container leads at once; elsewhere each process is another.
+func TestLeaderElectIdentity(t *testing.T) {
+	t.Setenv("POD_UID", "0b1c")
+	o := NewOptions()
+	if err := o.Complete(); err != nil || o.LeaderElectIdentity != "0b1c" {
+		t.Errorf("in a Pod: %q, %v; want the Pod's UID", o.LeaderElectIdentity, err)
+	}
+	t.Setenv("POD_UID", "")
+	a, b := NewOptions(), NewOptions()
+	_, _ = a.Complete(), b.Complete()
+	if a.LeaderElectIdentity == "" || a.LeaderElectIdentity == b.LeaderElectIdentity {
+		t.Errorf("outside a Pod: %q and %q; want two different identities", a.LeaderElectIdentity, b.LeaderElectIdentity)
+	}
+}
