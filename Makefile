@@ -8,11 +8,12 @@ CACHE_DIR   ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubestellar-syncer
 # Control-plane binaries (etcd, kube-apiserver, kube-controller-manager, kubectl), built from the Go
 # module proxy by hack/build-k8s-bins.sh into a folder keyed by version, outside the work tree.
 E2E_BIN     ?= $(CACHE_DIR)/e2e-bin/k8s-v$(K8S_VERSION)
-# The Prometheus server and promtool from Debian's package (hack/fetch-prometheus.sh), for the scrape
+# The Prometheus server and promtool, built from the Go module proxy (hack/build-prometheus.sh), for the scrape
 # and alerting e2e tests (and the rule checks in the unit tests, which skip without promtool).
-PROMETHEUS_BIN ?= $(CACHE_DIR)/prometheus/prometheus
-PROMTOOL_BIN   ?= $(CACHE_DIR)/prometheus/promtool
-export E2E_BIN K8S_VERSION PROMETHEUS_BIN PROMTOOL_BIN
+PROMETHEUS_VERSION ?= v3.16.0
+PROMETHEUS_BIN ?= $(CACHE_DIR)/prometheus-$(PROMETHEUS_VERSION)/prometheus
+PROMTOOL_BIN   ?= $(CACHE_DIR)/prometheus-$(PROMETHEUS_VERSION)/promtool
+export E2E_BIN K8S_VERSION PROMETHEUS_BIN PROMTOOL_BIN PROMETHEUS_VERSION
 # The edge node of the test bed (test/testenv, Options.Node): containerd, runc, the CNI plugins and
 # busybox from Debian's packages (hack/fetch-node-pkgs.sh; iptables and conntrack installed), and the
 # pause and testapp images built here (hack/build-node-images.sh); kubelet, kube-scheduler and kube-proxy
@@ -72,8 +73,8 @@ image-check: image runc-bin ## Check the Dockerfile, then inspect the built imag
 	cd hack/image && IMAGE_OUT=$(abspath $(IMAGE_OUT)) IMAGE_EXPECT_PLATFORMS="$(IMAGE_PLATFORMS)" IMAGE_RUNTIME=$(RUNC_BIN) \
 	  IMAGE_EXPECT_REVISION=$${REVISION:-$$(git rev-parse HEAD 2>/dev/null)} $(GO) test -count=1 -v .
 
-prometheus-bin: ## Fetch the Prometheus server and promtool from Debian's package (cached).
-	@bash hack/fetch-prometheus.sh
+prometheus-bin: ## Build the Prometheus server and promtool from the Go module proxy (cached by version; about 4 minutes cold).
+	@bash hack/build-prometheus.sh
 
 testenv: e2e-bins kcp-bins node-bins ## Start etcd, two kube-apiservers, a kube-controller-manager and the edge's node (root); kubeconfigs in .testenv/. TESTENV_FLAGS=-kcp adds kcp, -node=false drops the node.
 	@$(GO) run ./test/testenv/cmd -dir .testenv -node-image $(IMAGE_OUT)/syncer-image.docker.tar $(TESTENV_FLAGS) up

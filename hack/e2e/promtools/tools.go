@@ -1,0 +1,8 @@
+//go:build tools
+
+package tools
+
+import (
+	_ "github.com/prometheus/prometheus/cmd/prometheus"
+	_ "github.com/prometheus/prometheus/cmd/promtool"
+)
