@@ -222,6 +222,7 @@ func parseSyncerArgs(t *testing.T, args []string, podNS string) *options.Options
 		}
 	})
 	t.Setenv("POD_NAMESPACE", podNS)
+	t.Setenv("POD_UID", "0b1c") // the downward API's, checked by checkCommon
 	if err := o.Complete(); err != nil {
 		t.Fatal(err)
 	}
@@ -677,6 +678,7 @@ func TestChartMatchesSyncerGen(t *testing.T) {
 	chosen := syncerGenEdge()
 	chosen.Image, chosen.Replicas, chosen.QPS, chosen.Burst, chosen.Verbosity = "registry.example.com/ks/syncer:v2.0.1", 3, 50.5, 99, 4
 	chosen.Rules = bootstrap.DownstreamRules(bootstrap.RBACLeast, nil)
+	chosen.SyncerConfigSelector = "example.com/mailbox=florin"
 	resources, err := bootstrap.Resources{RequestsCPU: "250m", LimitsCPU: "1", LimitsMemory: "512Mi"}.Requirements()
 	if err != nil {
 		t.Fatal(err)

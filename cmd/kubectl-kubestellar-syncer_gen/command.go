@@ -88,6 +88,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.QPS, "qps", o.QPS, "The syncer's --qps: its client-side limit to the upstream (the edge has none by default).")
 	fs.IntVar(&o.Burst, "burst", o.Burst, "The syncer's --burst, to the upstream.")
 	fs.IntVar(&o.Verbosity, "syncer-verbosity", o.Verbosity, "The syncer's -v.")
+	fs.StringVar(&o.SyncerConfigSelector, "syncer-config-selector", "", "The syncer's --syncer-config-selector: a label selector of the SyncerConfigs (and EdgeSyncConfigs) it reads, for several syncers sharing one upstream; --rbac=least grants only what those need. Empty: all of them.")
 	fs.StringVar(&o.resources.RequestsCPU, "requests-cpu", o.resources.RequestsCPU, "CPU the syncer container requests; empty: no request.")
 	fs.IntVar(&o.expectedObjects, "expected-objects", o.expectedObjects, "How many objects the syncer will hold: those of the selected resources upstream (every namespace's, in a shared upstream). The memory request and limit derive from it (64Mi + 8Ki per object; the limit room for twice the objects, at least 256Mi) unless --requests-memory or --limits-memory is given.")
 	fs.StringVar(&o.resources.RequestsMemory, "requests-memory", o.resources.RequestsMemory, "Memory the syncer container requests; empty: no request. Default: derived from --expected-objects.")

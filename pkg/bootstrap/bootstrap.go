@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -54,6 +55,10 @@ type Options struct {
 	Verbosity     int
 	Lifetime      time.Duration
 	RBAC          string
+	// SyncerConfigSelector, when set, is the syncer's --syncer-config-selector: it reads only the
+	// configs with these labels (several syncers sharing one upstream), and least RBAC grants only
+	// what those need.
+	SyncerConfigSelector string
 	// Resources are the syncer container's requests and limits; nil means DefaultResources.
 	Resources *Resources
 }
@@ -72,6 +77,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Replicas < 0 {
 		errs = append(errs, "--replicas must not be negative")
+	}
+	if _, err := labels.Parse(o.SyncerConfigSelector); err != nil {
+		errs = append(errs, fmt.Sprintf("--syncer-config-selector: %v", err))
 	}
 	if o.Lifetime < 10*time.Minute {
 		errs = append(errs, "--lifetime must be at least 10m")
@@ -177,7 +185,7 @@ func run(ctx context.Context, up upstream, opts Options, out io.Writer) (*Result
 	if err := ensureConfigAPIs(ctx, up, out); err != nil {
 		return nil, err
 	}
-	configs, err := listConfigs(ctx, up.dyn)
+	configs, err := listConfigs(ctx, up.dyn, opts.SyncerConfigSelector)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +241,7 @@ func run(ctx context.Context, up upstream, opts Options, out io.Writer) (*Result
 		return nil, err // Validate checked them
 	}
 	edge := Edge{ID: id, Namespace: edgeNS, SyncTargetName: opts.Name, SyncTargetUID: string(sa.UID), Image: opts.Image,
-		Replicas: opts.Replicas, QPS: opts.QPS, Burst: opts.Burst, Verbosity: opts.Verbosity, Rules: DownstreamRules(opts.RBAC, configs),
+		Replicas: opts.Replicas, QPS: opts.QPS, Burst: opts.Burst, Verbosity: opts.Verbosity, SyncerConfigSelector: opts.SyncerConfigSelector, Rules: DownstreamRules(opts.RBAC, configs),
 		Resources: &resources, UpstreamServer: up.host, UpstreamCA: up.ca, UpstreamToken: tr.Status.Token, UpstreamContext: ns}
 	manifest, err := edge.Manifest()
 	if err != nil {
@@ -410,8 +418,8 @@ func crdCondition(crd *unstructured.Unstructured, typ, status string) (string, b
 	return "", false
 }
 
-func listConfigs(ctx context.Context, dyn dynamic.Interface) ([]*edgev1.SyncerConfig, error) {
-	list, err := dyn.Resource(edgev1.SyncerConfigResource).List(ctx, metav1.ListOptions{})
+func listConfigs(ctx context.Context, dyn dynamic.Interface, selector string) ([]*edgev1.SyncerConfig, error) {
+	list, err := dyn.Resource(edgev1.SyncerConfigResource).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, fmt.Errorf("listing SyncerConfigs: %w", err)
 	}
@@ -425,7 +433,7 @@ func listConfigs(ctx context.Context, dyn dynamic.Interface) ([]*edgev1.SyncerCo
 	}
 	// The legacy EdgeSyncConfigs select too (read as the SyncerConfigs they amount to); the API is
 	// optional.
-	legacy, err := dyn.Resource(edgev1.EdgeSyncConfigGVR).List(ctx, metav1.ListOptions{})
+	legacy, err := dyn.Resource(edgev1.EdgeSyncConfigGVR).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
 			return out, nil

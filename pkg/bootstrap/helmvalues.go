@@ -15,7 +15,7 @@ const ChartPath = "charts/kubestellar-syncer"
 
 // HelmValues renders the values of the chart charts/kubestellar-syncer that install the same syncer
 // as Manifest: the sync target, the upstream kubeconfig inline (with its token: keep the file
-// secret), the image, replicas, resources, qps, burst, verbosity and the edge ClusterRole's rules.
+// secret), the image, replicas, resources, qps, burst, verbosity, the config selector and the edge ClusterRole's rules.
 // The chart's other values keep their defaults, which are syncer-gen's. A resource entry the
 // Deployment leaves out is written as null when the defaults have it, which removes the chart's
 // default for it. The namespace is Helm's -n, and the release named after the syncer ID gives the
@@ -54,6 +54,9 @@ func (e Edge) HelmValues() ([]byte, error) {
 			"limits":   resources(res.Limits, defaults.Limits),
 		},
 		"rbac": map[string]interface{}{"rules": e.Rules},
+	}
+	if e.SyncerConfigSelector != "" {
+		values["syncerConfigSelector"] = e.SyncerConfigSelector
 	}
 	data, err := yaml.Marshal(values)
 	if err != nil {

@@ -32,36 +32,43 @@ const (
 
 // Edge is what the edge manifest is made of.
 type Edge struct {
-	ID, Namespace   string
-	SyncTargetName  string
-	SyncTargetUID   string
-	Image           string
-	Replicas        int32
-	QPS             float32
-	Burst           int
-	Verbosity       int
-	Rules           []rbacv1.PolicyRule
-	UpstreamServer  string
-	UpstreamCA      []byte
-	UpstreamToken   string
-	UpstreamContext string // namespace of the kubeconfig context
+	ID, Namespace  string
+	SyncTargetName string
+	SyncTargetUID  string
+	Image          string
+	Replicas       int32
+	QPS            float32
+	Burst          int
+	Verbosity      int
+	// SyncerConfigSelector is the syncer's --syncer-config-selector; empty: every config.
+	SyncerConfigSelector string
+	Rules                []rbacv1.PolicyRule
+	UpstreamServer       string
+	UpstreamCA           []byte
+	UpstreamToken        string
+	UpstreamContext      string // namespace of the kubeconfig context
 	// Resources of the syncer container; nil means syncer-gen's defaults (DefaultResources).
 	Resources *corev1.ResourceRequirements
 }
 
 // SyncerArgs are the syncer's arguments in the Deployment; the image's ENTRYPOINT is the syncer.
 func (e Edge) SyncerArgs() []string {
-	return []string{
+	args := []string{
 		"--from-kubeconfig=" + KubeconfigMount + KubeconfigKey,
 		"--sync-target-name=" + e.SyncTargetName,
 		"--sync-target-uid=" + e.SyncTargetUID,
-		"--qps=" + strconv.FormatFloat(float64(e.QPS), 'f', -1, 32),
-		"--burst=" + strconv.Itoa(e.Burst),
-		"--metrics-bind-address=:" + strconv.Itoa(MetricsPort),
-		"--health-probe-bind-address=:" + strconv.Itoa(HealthPort),
-		"--leader-elect",
-		"-v=" + strconv.Itoa(e.Verbosity),
 	}
+	if e.SyncerConfigSelector != "" {
+		args = append(args, "--syncer-config-selector="+e.SyncerConfigSelector)
+	}
+	return append(args,
+		"--qps="+strconv.FormatFloat(float64(e.QPS), 'f', -1, 32),
+		"--burst="+strconv.Itoa(e.Burst),
+		"--metrics-bind-address=:"+strconv.Itoa(MetricsPort),
+		"--health-probe-bind-address=:"+strconv.Itoa(HealthPort),
+		"--leader-elect",
+		"-v="+strconv.Itoa(e.Verbosity),
+	)
 }
 
 // Kubeconfig is the upstream kubeconfig the syncer mounts.

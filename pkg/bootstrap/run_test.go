@@ -433,3 +433,46 @@ func TestRunGoesOnWithoutEdgeSyncConfigs(t *testing.T) {
 		t.Fatalf("err %v; output:\n%s", err, out)
 	}
 }
+
+// TestRunSyncerConfigSelector: with --syncer-config-selector the syncer's Deployment reads only the
+// selected configs, and least RBAC grants what those need, not what the others' need.
+func TestRunSyncerConfigSelector(t *testing.T) {
+	configFor := func(name, resource string, labels map[string]interface{}) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "edge.kubestellar.io/v2alpha1", "kind": "SyncerConfig",
+			"metadata": map[string]interface{}{"name": name, "labels": labels},
+			"spec": map[string]interface{}{"namespaceScope": map[string]interface{}{"namespaces": []interface{}{"app"},
+				"resources": []interface{}{map[string]interface{}{"group": "", "apiVersion": "v1", "resource": resource}}}}}}
+	}
+	mine := configFor("mine", "configmaps", map[string]interface{}{"example.com/mailbox": "florin"})
+	theirs := configFor("theirs", "secrets", map[string]interface{}{"example.com/mailbox": "other"})
+	parsed, err := edgev1.FromUnstructured(mine.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &unstructured.Unstructured{}
+	crd.SetAPIVersion("apiextensions.k8s.io/v1")
+	crd.SetKind("CustomResourceDefinition")
+	crd.SetName("syncerconfigs.edge.kubestellar.io")
+	f := newFakeUpstream(t, nil, crd, mine, theirs)
+	opts := testOptions()
+	opts.RBAC, opts.SyncerConfigSelector = RBACLeast, "example.com/mailbox=florin"
+	res, out, err := f.run(t, opts)
+	if err != nil {
+		t.Fatalf("%v; output:\n%s", err, out)
+	}
+	role, err := f.kube.RbacV1().ClusterRoles().Get(context.Background(), res.ID, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(UpstreamRules(RBACLeast, []*edgev1.SyncerConfig{parsed}), role.Rules); diff != "" {
+		t.Errorf("upstream rules: want those of the selected config only (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(string(res.Manifest), "--syncer-config-selector=example.com/mailbox=florin") {
+		t.Errorf("the manifest's Deployment does not pass the selector:\n%s", res.Manifest)
+	}
+	bad := testOptions()
+	bad.SyncerConfigSelector = "a b"
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "--syncer-config-selector") {
+		t.Errorf("an unparsable selector: %v", err)
+	}
+}
