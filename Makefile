@@ -47,7 +47,7 @@ test: lint test-unit image-check test-e2e ## Everything CI runs.
 test-unit: prometheus-bin helm-bin ## Unit tests (fake clients, pure packages), with the race detector (promtool checks the alerting rules, helm the chart).
 	$(GO) test -race -count=1 ./pkg/... ./cmd/... ./manifests/... ./charts/... ./test/bench/... ./test/support/...
 
-test-e2e: e2e-bins kcp-bins node-bins prometheus-bin helm-bin ## End-to-end tests against real control planes and a real edge node (once per upstream in E2E_UPSTREAMS), the syncer run as a process.
+test-e2e: e2e-bins kcp-bins node-bins image prometheus-bin helm-bin ## End-to-end tests against real control planes and a real edge node (once per upstream in E2E_UPSTREAMS): the syncer as a Pod from its image where a test is about deployment, as a process (race detector) elsewhere.
 	@log=$$(mktemp -t kubestellar-syncer-e2e-XXXXXX.log); echo "full log: $$log"; rc=0; \
 	for up in $(E2E_UPSTREAMS); do \
 	  echo "e2e: upstream $$up"; \

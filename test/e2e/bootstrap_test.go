@@ -59,15 +59,17 @@ func kubectlCommand(ctx context.Context, kubeconfig string, args ...string) (str
 	return string(out), err
 }
 
-// bootstrapAndRun runs syncer-gen against the upstream, applies its manifest at the edge with
-// kubectl (server-side apply: every object validated by the apiserver), and runs the syncer with
-// the Deployment's arguments, the generated kubeconfig Secret for upstream and a token of the
-// generated edge ServiceAccount for downstream: both sides' generated RBAC is what it runs with.
-func bootstrapAndRun(t *testing.T, f *fixture, name, rbac string) (id string, edgeKube kubernetes.Interface, p *syncerProc) {
+// bootstrapPod runs syncer-gen against the upstream and applies its manifest, unchanged, at the edge
+// with kubectl (server-side apply: every object validated by the apiserver): the syncer runs as a
+// Pod of the generated Deployment, from the syncer's image, with the mounted kubeconfig Secret for
+// upstream and the in-cluster config of the generated ServiceAccount at the edge, so both sides'
+// generated RBAC is what it runs with. It returns the syncer's ID, a client of the edge with that
+// ServiceAccount's token (to check what it may not do) and the Deployment, rolled out.
+func bootstrapPod(t *testing.T, f *fixture, name, rbac string, genArgs ...string) (id string, edgeKube kubernetes.Interface, d *syncerDeployment) {
 	t.Helper()
 	manifest := filepath.Join(t.TempDir(), "syncer.yaml")
-	args := []string{name, "--syncer-image=registry.invalid/kubestellar-syncer:e2e", "-o", manifest,
-		"--kubeconfig", upstream.Kubeconfig, "--rbac=" + rbac, "--lifetime=2h"}
+	args := append([]string{name, "--syncer-image=" + syncerImage(t), "-o", manifest,
+		"--kubeconfig", upstream.Kubeconfig, "--rbac=" + rbac, "--lifetime=2h", "--syncer-config-selector=" + testLabel + "=" + f.name}, genArgs...)
 	stderr := syncerGen(t, false, args...)
 	for _, want := range []string{"kubectl apply -f", "kubectl get deployment -n"} {
 		if !strings.Contains(stderr, want) {
@@ -76,55 +78,24 @@ func bootstrapAndRun(t *testing.T, f *fixture, name, rbac string) (id string, ed
 	}
 	id = bootstrap.SyncerID(upstream.URL, name)
 	t.Cleanup(func() {
-		ctx := f.ctx
+		ctx := context.Background()
+		_ = f.down.kube.CoreV1().Namespaces().Delete(ctx, id, metav1.DeleteOptions{}) // the syncer's pods first: it stops writing
 		_ = f.up.kube.RbacV1().ClusterRoles().Delete(ctx, id, metav1.DeleteOptions{})
 		_ = f.up.kube.RbacV1().ClusterRoleBindings().Delete(ctx, id, metav1.DeleteOptions{})
 		_ = f.up.kube.CoreV1().ServiceAccounts("default").Delete(ctx, id, metav1.DeleteOptions{})
 		_ = f.down.kube.RbacV1().ClusterRoles().Delete(ctx, id, metav1.DeleteOptions{})
 		_ = f.down.kube.RbacV1().ClusterRoleBindings().Delete(ctx, id, metav1.DeleteOptions{})
-		_ = f.down.kube.CoreV1().Namespaces().Delete(ctx, id, metav1.DeleteOptions{})
 	})
 	kubectl(t, env.Downstream.Kubeconfig, "apply", "--server-side", "-f", manifest)
+	d = &syncerDeployment{f: f, namespace: id, name: id, lease: "kubestellar-syncer-" + name}
+	d.waitAvailable(2 * time.Minute)
 
-	dep, err := f.down.kube.AppsV1().Deployments(id).Get(f.ctx, id, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	secret, err := f.down.kube.CoreV1().Secrets(id).Get(f.ctx, id+"-kubeconfig", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	upKubeconfig := filepath.Join(t.TempDir(), "upstream.kubeconfig")
-	if err := os.WriteFile(upKubeconfig, secret.Data["kubeconfig"], 0o600); err != nil {
-		t.Fatal(err)
-	}
 	tr, err := f.down.kube.CoreV1().ServiceAccounts(id).CreateToken(f.ctx, id, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	edgeKube = kubernetes.NewForConfigOrDie(env.Downstream.TokenConfig(tr.Status.Token))
-	downKubeconfig := kubeconfigVia(t, env.Downstream, env.Downstream.URL, tr.Status.Token)
-
-	metricsAddr, healthAddr := freeAddr(t), freeAddr(t)
-	var syncerArgs []string
-	for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
-		switch {
-		case strings.HasPrefix(a, "--from-kubeconfig="):
-			a = "--from-kubeconfig=" + upKubeconfig // the Secret's content, mounted here instead of /kubestellar/
-		case strings.HasPrefix(a, "--metrics-bind-address="):
-			a = "--metrics-bind-address=" + metricsAddr
-		case strings.HasPrefix(a, "--health-probe-bind-address="):
-			a = "--health-probe-bind-address=" + healthAddr
-		}
-		syncerArgs = append(syncerArgs, a)
-	}
-	// In the pod, POD_NAMESPACE comes from the downward API and the edge config from the in-cluster
-	// service account; here they are given explicitly.
-	syncerArgs = append(syncerArgs, "--to-kubeconfig="+downKubeconfig, "--leader-elect-resource-namespace="+id)
-	p = startProcess(t, syncerBin, syncerArgs, metricsAddr)
-	p.healthAddr = healthAddr
-	return id, edgeKube, p
+	return id, kubernetes.NewForConfigOrDie(env.Downstream.TokenConfig(tr.Status.Token)), d
 }
 
 // TestBootstrapSyncerGen: the plugin's identity and manifest run a syncer that syncs both ways with
@@ -137,15 +108,15 @@ func TestBootstrapSyncerGen(t *testing.T) {
 	spec["upsync"] = []interface{}{map[string]interface{}{"apiGroup": "", "resources": []interface{}{"configmaps"},
 		"namespaces": []interface{}{ns}, "names": []interface{}{"edge-report"}}}
 	f.syncerConfig(f.name, spec)
-	id, _, p := bootstrapAndRun(t, f, f.name, bootstrap.RBACBroad)
+	id, _, d := bootstrapPod(t, f, f.name, bootstrap.RBACBroad)
 
 	f.waitFor(f.down, gvrConfigMaps, ns, "settings", hasMark)
 	f.create(f.down, gvrConfigMaps, configMap(ns, "edge-report", map[string]interface{}{"result": "pass"}))
 	f.waitFor(f.up, gvrConfigMaps, ns, "edge-report", upsynced)
-	f.expectServing(p, id)
+	d.expectServing()
 
 	// Again: the same identity, updated in place.
-	syncerGen(t, false, f.name, "--syncer-image=registry.invalid/kubestellar-syncer:e2e", "-o", filepath.Join(t.TempDir(), "again.yaml"), "--kubeconfig", upstream.Kubeconfig)
+	syncerGen(t, false, f.name, "--syncer-image="+syncerImage(t), "-o", filepath.Join(t.TempDir(), "again.yaml"), "--kubeconfig", upstream.Kubeconfig)
 	sas, err := f.up.kube.CoreV1().ServiceAccounts("default").List(f.ctx, metav1.ListOptions{LabelSelector: "edge.kubestellar.io/syncer=" + id})
 	if err != nil || len(sas.Items) != 1 {
 		t.Fatalf("after a second run: %v service accounts labelled %s (%v)", len(sas.Items), id, err)
@@ -169,7 +140,7 @@ func TestBootstrapLeastRBAC(t *testing.T) {
 	ns := f.namespace("app")
 	f.create(f.up, gvrConfigMaps, configMap(ns, "settings", map[string]interface{}{"k": "v"}))
 	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps")))
-	_, edgeKube, p := bootstrapAndRun(t, f, f.name, bootstrap.RBACLeast)
+	_, edgeKube, d := bootstrapPod(t, f, f.name, bootstrap.RBACLeast)
 	f.waitFor(f.down, gvrConfigMaps, ns, "settings", hasMark)
 	f.update(f.up, gvrConfigMaps, ns, "settings", func(o *unstructured.Unstructured) { o.Object["data"] = map[string]interface{}{"k": "v2"} })
 	f.waitFor(f.down, gvrConfigMaps, ns, "settings", dataEquals("k", "v2"))
@@ -181,12 +152,7 @@ func TestBootstrapLeastRBAC(t *testing.T) {
 	if !apierrors.IsForbidden(err) {
 		t.Errorf("creating a ClusterRole as the syncer: %v, want Forbidden", err)
 	}
-	if code, body := p.probe("/readyz"); code != 200 {
-		t.Errorf("/readyz = %d %s", code, body)
-	}
-	if strings.Contains(p.logText(), "forbidden") {
-		t.Errorf("the syncer met a permission error with least RBAC:\n%s", p.tail(30))
-	}
+	d.expectServing()
 
 	// Secrets added to the config without running syncer-gen again: the syncer may not list them, and
 	// says so where the user looks, naming the resource and the verb (the heartbeat is every 20 s).
@@ -232,21 +198,5 @@ func TestBootstrapFailsFast(t *testing.T) {
 	stderr = syncerGen(t, true, "Not_A_Name", "-o", "-", "--kubeconfig", upstream.Kubeconfig)
 	if !strings.Contains(stderr, "not a valid name") || !strings.Contains(stderr, "--syncer-image is required") {
 		t.Errorf("bad arguments: stderr %q", stderr)
-	}
-}
-
-// expectServing checks a syncer run with an installed identity (syncer-gen's or the chart's): it
-// becomes ready, holds its Lease in leaseNS, and never met a permission error.
-func (f *fixture) expectServing(p *syncerProc, leaseNS string) {
-	f.t.Helper()
-	eventually(f.t, 30*time.Second, "ready", func() (bool, string) {
-		code, body := p.probe("/readyz")
-		return code == 200, fmt.Sprintf("%d %s", code, body)
-	})
-	if _, err := f.down.kube.CoordinationV1().Leases(leaseNS).Get(f.ctx, "kubestellar-syncer-"+f.name, metav1.GetOptions{}); err != nil {
-		f.t.Errorf("the syncer's Lease in %s: %v", leaseNS, err)
-	}
-	if strings.Contains(p.logText(), "forbidden") {
-		f.t.Errorf("the syncer met a permission error with its installed RBAC:\n%s", p.tail(30))
 	}
 }

@@ -485,10 +485,17 @@ func (f *fixture) syncerConfig(name string, spec map[string]interface{}) {
 	f.config(gvrSyncerConfig, "SyncerConfig", name, spec)
 }
 
-// config creates or replaces a config of a kind upstream (deleted when the test ends).
+// testLabel labels each test's configs with the test's name: a syncer Pod reads only its own test's
+// (syncer-gen's --syncer-config-selector), so that tests running side by side on one upstream do not
+// sync each other's namespaces. Syncers run as processes read every config.
+const testLabel = "e2e.kubestellar.io/test"
+
+// config creates or replaces a config of a kind upstream (deleted when the test ends), labelled
+// with testLabel.
 func (f *fixture) config(gvr schema.GroupVersionResource, kind, name string, spec map[string]interface{}) {
 	f.t.Helper()
 	o := obj("edge.kubestellar.io/v2alpha1", kind, "", name, map[string]interface{}{"spec": spec})
+	o.SetLabels(map[string]string{testLabel: f.name})
 	if _, err := f.get(f.up, gvr, "", name); apierrors.IsNotFound(err) {
 		f.create(f.up, gvr, o)
 		f.t.Cleanup(func() {

@@ -12,14 +12,12 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/ptr"
 )
 
 // helmCommand runs the real helm ($HELM_BIN, `make helm-bin`) against the edge cluster, with its own
@@ -92,8 +90,10 @@ func TestHelmChart(t *testing.T) {
 		_ = f.down.kube.CoreV1().Namespaces().Delete(ctx, edgeNS, metav1.DeleteOptions{})
 	})
 	kubectl(t, env.Downstream.Kubeconfig, "create", "namespace", edgeNS)
+	imageRepo, imageTag, _ := strings.Cut(syncerImage(t), ":")
 	values := []string{"--namespace", edgeNS, "--set", "syncTarget.name=" + f.name, "--set", "syncTarget.uid=uid-" + f.name,
-		"--set", "image.repository=registry.invalid/kubestellar-syncer", "--set-file", "upstream.kubeconfig=" + upKubeconfigFile}
+		"--set", "image.repository=" + imageRepo, "--set", "image.tag=" + imageTag, "--set-file", "upstream.kubeconfig=" + upKubeconfigFile,
+		"--set", "syncerConfigSelector=" + testLabel + "=" + f.name}
 
 	// The edge apiserver accepts every object (strict field validation), by default and with the
 	// optional Service and PodDisruptionBudget. (ServiceMonitor and PodMonitor need the Prometheus
@@ -194,42 +194,16 @@ func TestHelmChart(t *testing.T) {
 		}
 	}
 
-	// The pod cannot run here (no container runtime): run the syncer as a process with the Deployment's
-	// own arguments, the installed kubeconfig Secret as the upstream and the chart's ServiceAccount's
-	// token for the edge. It syncs, leads, and meets no permission error.
+	// The chart's Deployment runs the syncer from its image, with the installed kubeconfig Secret as the
+	// upstream and the chart's ServiceAccount at the edge (in-cluster config): it syncs, leads, and
+	// meets no permission error.
 	ns := f.namespace("app")
 	f.create(f.up, gvrConfigMaps, configMap(ns, "settings", map[string]interface{}{"k": "v"}))
 	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps")))
-	dep, err := f.down.kube.AppsV1().Deployments(edgeNS).Get(f.ctx, fullname, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := f.down.kube.CoreV1().ServiceAccounts(edgeNS).CreateToken(f.ctx, dep.Spec.Template.Spec.ServiceAccountName, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	metricsAddr, healthAddr := freeAddr(t), freeAddr(t)
-	var args []string
-	for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
-		switch {
-		case strings.HasPrefix(a, "--from-kubeconfig="):
-			a = "--from-kubeconfig=" + upKubeconfigFile // the Secret's content (checked above), mounted here instead of /kubestellar/
-		case strings.HasPrefix(a, "--metrics-bind-address="):
-			a = "--metrics-bind-address=" + metricsAddr
-		case strings.HasPrefix(a, "--health-probe-bind-address="):
-			a = "--health-probe-bind-address=" + healthAddr
-		}
-		args = append(args, a)
-	}
-	// In the pod the edge config is the in-cluster one, of the ServiceAccount; POD_NAMESPACE is not
-	// needed: the chart names the Lease's namespace.
-	args = append(args, "--to-kubeconfig="+kubeconfigVia(t, env.Downstream, env.Downstream.URL, tr.Status.Token))
-	p := startProcess(t, syncerBin, args, metricsAddr)
-	p.healthAddr = healthAddr
+	d := &syncerDeployment{f: f, namespace: edgeNS, name: fullname, lease: "kubestellar-syncer-" + f.name}
+	d.waitAvailable(2 * time.Minute)
 	f.waitFor(f.down, gvrConfigMaps, ns, "settings", hasMark)
-	f.expectServing(p, edgeNS)
-	p.stop()
+	d.expectServing()
 
 	// Uninstalling removes every object the chart made.
 	runHelm(t, "uninstall", release, "--namespace", edgeNS, "--wait")
