@@ -35,6 +35,9 @@ type Resource struct {
 	Downstream schema.GroupVersionResource
 	// Namespaced tells whether objects of the resource live in namespaces.
 	Namespaced bool
+	// UpstreamHasStatus tells whether the upstream resource serves a status subresource (then the
+	// edge copies record the upstream generation: mapping.Options.Generation).
+	UpstreamHasStatus bool
 	// Rename, when a conversion applies, renames objects between the sides: keys name the upstream
 	// object, the downstream one may have another group, kind or name.
 	Rename *mapping.Rename
@@ -92,15 +95,19 @@ type Config struct {
 	// OnOwnedDeleted, if set, is told the resource of every object deleted downstream, so that the
 	// engine can stop watching a leftover resource once nothing of the syncer's is left in it.
 	OnOwnedDeleted func(schema.GroupResource)
+	// OnRefused, if set, is told the key of every object whose write the edge refuses for good, or
+	// takes again after such a refusal (Refused changed): status return reports it upstream.
+	OnRefused func(framework.Key)
 }
 
 // Controller is the downsync controller.
 type Controller struct {
-	cfg    Config
-	queue  *framework.Queue
-	writes *framework.Writes
-	early  *early
-	echoes echoes
+	cfg      Config
+	queue    *framework.Queue
+	writes   *framework.Writes
+	early    *early
+	echoes   echoes
+	refusals refusals
 
 	mu sync.Mutex
 	// terminating are the keys waiting for their namespace to finish terminating at the edge.

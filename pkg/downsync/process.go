@@ -92,6 +92,7 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 		logger.V(logging.Skip).Info("Holding: resource selected but not served upstream")
 		return 0, nil
 	}
+	c.takenAgain(key)
 	if markedUpsynced {
 		c.upsyncedCopy(ctx, key, upObj)
 	} else {
@@ -176,7 +177,7 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 	}
 	opts := c.cfg.Mapping
 	opts.KeepOnDelete = !c.cfg.Selection.PropagatesDeletion(selection.ObjectOf(key.GVR.GroupResource(), upObj))
-	opts.Rename = r.Rename
+	opts.Rename, opts.Generation = r.Rename, r.UpstreamHasStatus
 	desired, err := mapping.ToDownstream(upObj, opts)
 	if err != nil {
 		c.writes.Unmappable(ctx, key, err)

@@ -570,3 +570,44 @@ func TestCreatedObjectHandedOver(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusalRecorded: a write the edge refuses for good records the refused upstream generation and
+// the edge's reason for status return, and tells it; a transient failure does not; the next write
+// that lands forgets it and tells that too.
+func TestRefusalRecorded(t *testing.T) {
+	up := upCM.DeepCopy()
+	up.SetGeneration(4)
+	h := newHarness(t, selecting("a"), objs(up, nsA), objs(nsA))
+	var told []framework.Key
+	h.c.cfg.OnRefused = func(k framework.Key) { told = append(told, k) }
+	fail := apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "x", field.ErrorList{field.Invalid(field.NewPath("data"), "v", "refused by policy")})
+	h.down.PrependReactor("create", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if fail == nil {
+			return false, nil, nil
+		}
+		return true, nil, fail
+	})
+	if _, err := h.c.process(context.Background(), key); err == nil {
+		t.Fatal("a refused create: no error")
+	}
+	g, msg, ok := h.c.Refused(key)
+	if !ok || g != 4 || !strings.Contains(msg, "refused by policy") || len(told) != 1 {
+		t.Fatalf("Refused: %d %q %v; told %v; want generation 4 with the edge's reason, told once", g, msg, ok, told)
+	}
+	fail = apierrors.NewServiceUnavailable("edge down")
+	h.c.refusals.forget(key)
+	if _, err := h.c.process(context.Background(), key); err == nil {
+		t.Fatal("an unavailable edge: no error")
+	}
+	if _, _, ok := h.c.Refused(key); ok {
+		t.Error("a transient failure was recorded as a refusal")
+	}
+	fail = nil
+	h.c.refusals.set(key, 4, "earlier")
+	if _, err := h.c.process(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := h.c.Refused(key); ok || len(told) != 2 {
+		t.Errorf("after a write that landed: refused %v, told %v; want forgotten and told", ok, told)
+	}
+}

@@ -24,11 +24,30 @@ import (
 func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, upObj, desired, downObj *unstructured.Unstructured) (time.Duration, error) {
 	op := &downWrite{c: c, key: key, r: r, up: upObj, desired: desired, down: downObj}
 	after, err := c.writes.Do(ctx, key, op)
-	if op.taken == nil {
-		return after, err
+	if op.taken != nil {
+		live := &downWrite{c: c, key: key, r: r, up: upObj, desired: desired, down: op.taken, readLive: true}
+		after, err = c.writes.Do(ctx, key, live)
 	}
-	live := &downWrite{c: c, key: key, r: r, up: upObj, desired: desired, down: op.taken, readLive: true}
-	return c.writes.Do(ctx, key, live)
+	if err == nil {
+		c.takenAgain(key)
+	}
+	return after, err
+}
+
+// refused records that the edge refuses the upstream object's generation for good, for status
+// return to say so upstream.
+func (c *Controller) refused(key framework.Key, up *unstructured.Unstructured, err error) {
+	c.refusals.set(key, up.GetGeneration(), err.Error())
+	if c.cfg.OnRefused != nil {
+		c.cfg.OnRefused(key)
+	}
+}
+
+// takenAgain forgets a refusal of key: its object is written, or no longer wanted.
+func (c *Controller) takenAgain(key framework.Key) {
+	if c.refusals.forget(key) && c.cfg.OnRefused != nil {
+		c.cfg.OnRefused(key)
+	}
 }
 
 // downWrite is one write to the edge (framework.Write).
@@ -133,6 +152,9 @@ func (w *downWrite) Do(ctx context.Context, _ *unstructured.Unstructured) framew
 		what := "applying downstream"
 		if apierrors.IsNotFound(err) && w.r.Namespaced {
 			what = "applying downstream (is the namespace there yet?)"
+		}
+		if framework.Permanent(err) {
+			w.c.refused(w.key, w.up, err)
 		}
 		return framework.Outcome{Err: w.c.writes.Failed(w.key, w.up, "ApplyFailed", what+" to sync target "+w.c.cfg.SyncTargetName, err)}
 	case w.Creating():

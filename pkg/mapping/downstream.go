@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,6 +24,10 @@ type Options struct {
 	KeepOnDelete bool
 	// Rename, if set, renames the object into the other side's form (a conversion).
 	Rename *Rename
+	// Generation records the upstream object's generation on the downstream one
+	// (UpstreamGenerationAnnotation), for status return. Only for resources whose upstream serves a
+	// status subresource: elsewhere every write, status return's included, makes a new generation.
+	Generation bool
 }
 
 // metadataFromSource are the metadata fields that belong to the cluster the object was read from.
@@ -39,7 +44,7 @@ const upsyncAnnotationPrefix = "edge.kubestellar.io/upsync"
 // syncer writes afresh (or not at all) on the object it maps to, and so is not copied.
 func sourceAnnotation(key string) bool {
 	if key == "kubectl.kubernetes.io/last-applied-configuration" || key == HashAnnotation || key == ClusterAnnotation || key == UpstreamNamespaceAnnotation || key == RenaturedFromAnnotation ||
-		strings.HasPrefix(key, upsyncAnnotationPrefix) {
+		key == UpstreamGenerationAnnotation || strings.HasPrefix(key, upsyncAnnotationPrefix) {
 		return true
 	}
 	// kcp's bookkeeping: kcp.io/cluster, kcp.io/path, internal.workload.kcp.io/..., etc.
@@ -78,6 +83,10 @@ func ToDownstream(up *unstructured.Unstructured, opts Options) (*unstructured.Un
 	}
 	if opts.KeepOnDelete {
 		annotations[PropagateDeletionAnnotation] = "false"
+	}
+	if g := up.GetGeneration(); g > 0 && opts.Generation {
+		// In the same request as the content: status return translates the edge's generations with it.
+		annotations[UpstreamGenerationAnnotation] = strconv.FormatInt(g, 10)
 	}
 	labels := out.GetLabels()
 	if labels == nil {

@@ -595,7 +595,7 @@ func addStructuredSeeds(f *testing.F) {
 
 // FuzzDownstream maps structured upstream objects downstream. The result carries nothing of the
 // source cluster and no upsync mark, carries the downstream marks for itself, is the same as the
-// mapping of the user's content alone, has a digest that is stable and changes with that content,
+// mapping of the user's content alone (with the upstream generation), has a digest that is stable and changes with that content,
 // and is up to date with itself as the edge returns it but not after a field of it changed. The
 // input is never modified.
 func FuzzDownstream(f *testing.F) {
@@ -623,7 +623,11 @@ func FuzzDownstream(f *testing.F) {
 		if err != nil || !reflect.DeepEqual(down.Object, again.Object) {
 			t.Fatalf("mapping twice differs (%v):\n%s", err, cmp.Diff(down.Object, again.Object))
 		}
-		fromClean, err := ToDownstream(in.clean, in.opts)
+		// The upstream generation is the one thing of the source cluster the mapping carries on
+		// purpose (UpstreamGenerationAnnotation).
+		clean := in.clean.DeepCopy()
+		clean.SetGeneration(in.full.GetGeneration())
+		fromClean, err := ToDownstream(clean, in.opts)
 		if err != nil {
 			t.Fatal(err)
 		}

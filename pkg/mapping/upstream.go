@@ -80,13 +80,15 @@ func UpsyncedUpToDate(desired, actual *unstructured.Unstructured) bool {
 }
 
 // StatusEqual tells whether two objects have the same status (both absent counts as equal).
-func StatusEqual(a, b *unstructured.Unstructured) bool {
-	sa, okA := a.Object["status"]
-	sb, okB := b.Object["status"]
-	if !okA || !okB {
-		return okA == okB || (isEmpty(sa) && isEmpty(sb))
+func StatusEqual(a, b *unstructured.Unstructured) bool { return StatusIs(b, a.Object["status"]) }
+
+// StatusIs tells whether obj's status is status (nil: none; absent and empty count as equal).
+func StatusIs(obj *unstructured.Unstructured, status interface{}) bool {
+	have, ok := obj.Object["status"]
+	if status == nil || !ok {
+		return (status == nil) == !ok || (isEmpty(status) && isEmpty(have))
 	}
-	return Subset(sa, sb) && Subset(sb, sa)
+	return Subset(status, have) && Subset(have, status)
 }
 
 // UpsyncedContent digests what upsync writes for an edge object, status included: the same digest

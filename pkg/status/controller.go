@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"time"
 
@@ -43,6 +44,13 @@ type Selection interface {
 	ReturnsStatus(o selection.Object) bool
 }
 
+// Refusals tells which upstream objects the edge refuses for good (downsync knows).
+type Refusals interface {
+	// Refused tells whether the edge refuses the upstream object of key: which of its generations,
+	// and the edge's reason.
+	Refused(key framework.Key) (generation int64, message string, ok bool)
+}
+
 // Config is what NewController needs.
 type Config struct {
 	Upstream            dynamic.Interface
@@ -53,6 +61,10 @@ type Config struct {
 	// Recorder, if set, records status writes the upstream refuses for good as Events on the
 	// upstream object.
 	Recorder record.EventRecorder
+	// Refusals, if set, tells which updates the edge refuses: their status says so (RefusedStatus).
+	Refusals Refusals
+	// SyncTargetName names the edge in what the status says.
+	SyncTargetName string
 }
 
 // notReturned are resources whose upstream status is the upstream apiserver's own.
@@ -87,6 +99,9 @@ func (c *Controller) Relevant(key framework.Key) bool {
 	_, ok := c.cfg.Selection.Resource(key.GVR.GroupResource())
 	return ok
 }
+
+// Recheck looks at a key's status again (the edge took, or refused, its object).
+func (c *Controller) Recheck(key framework.Key) { c.queue.Add(key) }
 
 // Prune forgets the failures of keys that are no longer Relevant.
 func (c *Controller) Prune() { c.queue.Prune(c.Relevant) }
@@ -178,11 +193,14 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	if err != nil || !synced {
 		return 0, err
 	}
-	if down == nil || !mapping.OwnedDownstream(down) {
-		return 0, nil
+	refusedCreate := false // no edge copy, because the edge refuses it: that is to be said upstream
+	if down == nil && r.UpstreamHasStatus && c.cfg.Refusals != nil {
+		_, _, refusedCreate = c.cfg.Refusals.Refused(key)
 	}
-	status, hasStatus := down.Object["status"]
-	if !hasStatus {
+	switch {
+	case down == nil && !refusedCreate, down != nil && !mapping.OwnedDownstream(down):
+		return 0, nil
+	case down != nil && !carriesStatus(down):
 		return 0, nil // no status to return: the upstream object is not read
 	}
 	up, synced, err := framework.Cached(c.cfg.UpstreamInformers, r.Upstream, key.Namespace, key.Name)
@@ -193,12 +211,20 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 		!c.cfg.Selection.ReturnsStatus(selection.ObjectOf(gr, up)) {
 		return 0, nil
 	}
-	if mapping.StatusEqual(down, up) {
+	// The edge's status, its generations in upstream terms; as it is where the upstream has no status
+	// subresource (there every write, this one's too, makes a new generation: they cannot be told).
+	var status interface{}
+	if r.UpstreamHasStatus {
+		status = c.returned(down, up, key)
+	} else {
+		status = runtime.DeepCopyJSONValue(down.Object["status"])
+	}
+	if mapping.StatusIs(up, status) {
 		logger.V(logging.Skip).Info("Upstream status is up to date")
 		return 0, nil
 	}
 	updated := up.DeepCopy() // never mutate the cache's object
-	updated.Object["status"] = runtime.DeepCopyJSONValue(status)
+	updated.Object["status"] = status
 	client := c.cfg.Upstream.Resource(r.Upstream).Namespace(key.Namespace)
 	if r.UpstreamHasStatus {
 		_, err = client.UpdateStatus(ctx, updated, metav1.UpdateOptions{})
@@ -218,6 +244,33 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	}
 	c.writes.Applied(ctx, key, metrics.Updated, "Returned status upstream", "subresource", r.UpstreamHasStatus)
 	return 0, nil
+}
+
+// returned is the status to return for an upstream object whose resource has a status subresource:
+// the edge's in upstream terms, and, when the edge refuses the upstream's generation for good, saying
+// so. down is nil when the edge refuses to create the object.
+func (c *Controller) returned(down, up *unstructured.Unstructured, key framework.Key) interface{} {
+	var status interface{} = map[string]interface{}{}
+	applied, known := int64(0), false
+	if down != nil {
+		status = mapping.ReturnedStatus(down, up)
+		applied, known = mapping.AppliedGeneration(down)
+	}
+	if c.cfg.Refusals == nil {
+		return status
+	}
+	g, msg, ok := c.cfg.Refusals.Refused(key)
+	if !ok || g != up.GetGeneration() || (known && applied >= g) {
+		return status // none, or stale: the current generation is being written, or is
+	}
+	why := fmt.Sprintf("sync target %s refuses generation %d: %s", c.cfg.SyncTargetName, g, msg)
+	switch {
+	case known:
+		why += fmt.Sprintf(" (it runs generation %d)", applied)
+	case down == nil:
+		why += " (it has no copy)"
+	}
+	return mapping.RefusedStatus(status, up, g, why, time.Now())
 }
 
 // carriesStatus tells whether an object has a status field (process returns it, even empty).

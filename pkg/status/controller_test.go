@@ -44,13 +44,41 @@ func widget(status map[string]interface{}, downsynced bool) *unstructured.Unstru
 	return o
 }
 
+// generation gives o metadata.generation g and, when applied is not "", the upstream generation its
+// edge copy carries.
+func generation(o *unstructured.Unstructured, g int64, applied string) *unstructured.Unstructured {
+	o.SetGeneration(g)
+	if applied != "" {
+		a := o.GetAnnotations()
+		a[mapping.UpstreamGenerationAnnotation] = applied
+		o.SetAnnotations(a)
+	}
+	return o
+}
+
+// refusals are the edge's refusals by generation of the one key the tests use.
+type refusals map[int64]string
+
+func (r refusals) Refused(framework.Key) (int64, string, bool) {
+	for g, msg := range r {
+		return g, msg, true
+	}
+	return 0, "", false
+}
+
 func TestProcess(t *testing.T) {
 	ready := map[string]interface{}{"phase": "Ready"}
+	observed := func(g int64) map[string]interface{} {
+		return map[string]interface{}{"phase": "Ready", "observedGeneration": g}
+	}
 	for _, tc := range []struct {
 		name               string
 		down, up           *unstructured.Unstructured
 		hasStatus, returns bool
+		refused            refusals
 		want               string
+		// generation is the status.observedGeneration written (0: none).
+		generation int64
 	}{
 		{name: "subresource: status written through it", down: widget(ready, true), up: widget(nil, false), hasStatus: true, returns: true, want: "update/status"},
 		{name: "no subresource: plain update", down: widget(ready, true), up: widget(nil, false), returns: true, want: "update/"},
@@ -59,6 +87,16 @@ func TestProcess(t *testing.T) {
 		{name: "edge object not downsynced", down: widget(ready, false), up: widget(nil, false), hasStatus: true, returns: true, want: ""},
 		{name: "no status at the edge", down: widget(nil, true), up: widget(ready, false), hasStatus: true, returns: true, want: ""},
 		{name: "gone upstream", down: widget(ready, true), hasStatus: true, returns: true, want: ""},
+		{name: "generations in upstream terms", down: generation(widget(observed(1), true), 1, "3"), up: generation(widget(observed(1), false), 3, ""),
+			hasStatus: true, returns: true, want: "update/status", generation: 3},
+		{name: "no subresource: generations as the edge has them", down: generation(widget(observed(1), true), 1, "3"), up: generation(widget(nil, false), 3, ""),
+			returns: true, want: "update/", generation: 1},
+		{name: "a refused generation: observed, and Stalled", down: generation(widget(observed(1), true), 1, "3"), up: generation(widget(observed(3), false), 4, ""),
+			refused: refusals{4: "denied"}, hasStatus: true, returns: true, want: "update/status", generation: 4},
+		{name: "a stale refusal: as returned", down: generation(widget(observed(1), true), 1, "4"), up: generation(widget(nil, false), 4, ""),
+			refused: refusals{3: "denied"}, hasStatus: true, returns: true, want: "update/status", generation: 4},
+		{name: "equal in upstream terms: nothing written", down: generation(widget(observed(2), true), 2, "4"), up: generation(widget(observed(4), false), 4, ""),
+			hasStatus: true, returns: true, want: ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var upObjs []runtime.Object
@@ -70,7 +108,7 @@ func TestProcess(t *testing.T) {
 			client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 				map[schema.GroupVersionResource]string{widgets: "WidgetList"}, upObjs...)
 			c, err := NewController(Config{
-				Upstream: client, Metrics: metrics.New(prometheus.NewRegistry()), Selection: view{tc.hasStatus, tc.returns},
+				Upstream: client, Metrics: metrics.New(prometheus.NewRegistry()), Selection: view{tc.hasStatus, tc.returns}, Refusals: tc.refused, SyncTargetName: "edge-1",
 				UpstreamInformers: fakeinformers.Informers{widgets: fakeinformers.With(upStore...)}, DownstreamInformers: fakeinformers.Informers{widgets: fakeinformers.With(tc.down)},
 			})
 			if err != nil {
@@ -99,8 +137,19 @@ func TestProcess(t *testing.T) {
 			}
 			if tc.want != "" {
 				o := client.Actions()[0].(interface{ GetObject() runtime.Object }).GetObject().(*unstructured.Unstructured)
-				if p, _, _ := unstructured.NestedString(o.Object, "status", "phase"); p != "Ready" {
-					t.Errorf("written status %v", o.Object["status"])
+				g, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
+				if p, _, _ := unstructured.NestedString(o.Object, "status", "phase"); p != "Ready" || g != tc.generation {
+					t.Errorf("written status %v, want phase Ready and observedGeneration %d", o.Object["status"], tc.generation)
+				}
+				stalled := false
+				conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+				for _, c := range conds {
+					m, _ := c.(map[string]interface{})
+					msg, _ := m["message"].(string)
+					stalled = stalled || (m["type"] == "Stalled" && m["status"] == "True" && strings.Contains(msg, "sync target edge-1 refuses generation 4: denied"))
+				}
+				if stalled != (tc.refused != nil && tc.generation == 4 && tc.refused[4] != "") {
+					t.Errorf("written conditions %v: Stalled %v, want it for a refusal of the current generation only", conds, stalled)
 				}
 				if s, _, _ := unstructured.NestedInt64(o.Object, "spec", "size"); s != 1 || o.GetAnnotations()[mapping.DownsyncedAnnotation] != "" {
 					t.Errorf("status return changed more than status: %v", o.Object)
@@ -108,4 +157,43 @@ func TestProcess(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestProcessRefusedCreate: an object the edge refuses to create has no edge copy, and its upstream
+// status says why.
+func TestProcessRefusedCreate(t *testing.T) {
+	up := generation(widget(nil, false), 1, "")
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{widgets: "WidgetList"}, up.DeepCopy())
+	c, err := NewController(Config{
+		Upstream: client, Metrics: metrics.New(prometheus.NewRegistry()), Selection: view{true, true},
+		Refusals: refusals{1: "denied"}, SyncTargetName: "edge-1",
+		UpstreamInformers: fakeinformers.Informers{widgets: fakeinformers.With(up)}, DownstreamInformers: fakeinformers.Informers{widgets: fakeinformers.With()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.process(context.Background(), framework.Key{GVR: widgets, Namespace: "ns", Name: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(client.Actions()) != 1 {
+		t.Fatalf("writes %v, want one status update", client.Actions())
+	}
+	o := client.Actions()[0].(interface{ GetObject() runtime.Object }).GetObject().(*unstructured.Unstructured)
+	_, reason, msg := conditionOf(o, "Stalled")
+	if g, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration"); g != 1 || reason != "EdgeRefused" || !strings.Contains(msg, "(it has no copy)") {
+		t.Errorf("written status %v", o.Object["status"])
+	}
+}
+
+func conditionOf(o *unstructured.Unstructured, typ string) (status, reason, message string) {
+	conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, _ := c.(map[string]interface{}); m["type"] == typ {
+			status, _ = m["status"].(string)
+			reason, _ = m["reason"].(string)
+			message, _ = m["message"].(string)
+		}
+	}
+	return status, reason, message
 }

@@ -200,12 +200,14 @@ func (s *Syncer) newControllers() error {
 		Selection: downsyncView{s.snapshot}, Metrics: cfg.Metrics, Recorder: cfg.Recorder, SyncTargetName: cfg.SyncTargetName,
 		Mapping: mapping.Options{OwnerLabelValue: s.ownerLabel, Cluster: cfg.Cluster}, FieldManager: cfg.FieldManager, AdoptExisting: cfg.AdoptExisting,
 		ConflictRecheckPeriod: cfg.ConflictRecheckPeriod, OnOwnedDeleted: s.leftoverMayBeEmpty,
+		OnRefused: func(key framework.Key) { s.status.Recheck(key) },
 	}); err != nil {
 		return err
 	}
 	if s.status, err = status.NewController(status.Config{
 		Upstream: cfg.UpstreamDynamic, UpstreamInformers: s.up, DownstreamInformers: s.down,
 		Selection: statusView{s.snapshot}, Metrics: cfg.Metrics, Recorder: cfg.Recorder,
+		Refusals: s.downsync, SyncTargetName: cfg.SyncTargetName,
 	}); err != nil {
 		return err
 	}

@@ -76,7 +76,8 @@ func (s *snapshot) downsyncResource(gr schema.GroupResource) (downsync.Resource,
 		if down.Empty() {
 			down = s.leftovers[gr] // still watched downstream while the edge's discovery of it fails
 		}
-		return downsync.Resource{Upstream: r.Upstream.GVR, Downstream: down, Namespaced: r.Upstream.Namespaced, Rename: r.Rename}, true
+		return downsync.Resource{Upstream: r.Upstream.GVR, Downstream: down, Namespaced: r.Upstream.Namespaced, UpstreamHasStatus: r.Upstream.HasStatus,
+			Rename: r.Rename}, true
 	}
 	if gvr, ok := s.leftovers[gr]; ok {
 		return downsync.Resource{Downstream: gvr}, true
@@ -114,7 +115,8 @@ func (v downsyncView) Mentions(gr schema.GroupResource, kind string) bool {
 func (v downsyncView) Resources() []downsync.Resource {
 	var out []downsync.Resource
 	for _, r := range v.current().resources {
-		out = append(out, downsync.Resource{Upstream: r.Upstream.GVR, Downstream: r.Downstream.GVR, Namespaced: r.Upstream.Namespaced, Rename: r.Rename})
+		out = append(out, downsync.Resource{Upstream: r.Upstream.GVR, Downstream: r.Downstream.GVR, Namespaced: r.Upstream.Namespaced,
+			UpstreamHasStatus: r.Upstream.HasStatus, Rename: r.Rename})
 	}
 	return out
 }

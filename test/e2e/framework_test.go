@@ -248,6 +248,12 @@ func withArgs(args ...string) syncerOption {
 	return func(a *[]string) { *a = append(*a, args...) }
 }
 
+// ownConfigs makes the syncer read only the configs of its own test (testLabel): a test that runs
+// side by side with others (t.Parallel) must not sync their namespaces.
+func (f *fixture) ownConfigs() syncerOption {
+	return withArgs("--syncer-config-selector=" + testLabel + "=" + f.name)
+}
+
 // startSyncer runs the syncer as a process with admin kubeconfigs for both sides; it is stopped
 // (SIGTERM) when the test ends, and its log is printed when the test failed.
 func (f *fixture) startSyncer(opts ...syncerOption) *syncerProc {
@@ -487,7 +493,7 @@ func (f *fixture) syncerConfig(name string, spec map[string]interface{}) {
 
 // testLabel labels each test's configs with the test's name: a syncer Pod reads only its own test's
 // (syncer-gen's --syncer-config-selector), so that tests running side by side on one upstream do not
-// sync each other's namespaces. Syncers run as processes read every config.
+// sync each other's namespaces. Syncers run as processes read every config, unless ownConfigs.
 const testLabel = "e2e.kubestellar.io/test"
 
 // config creates or replaces a config of a kind upstream (deleted when the test ends), labelled

@@ -251,15 +251,17 @@ func (d *syncerDeployment) expectServing() {
 	if code, body, err := d.get(pod, bootstrap.HealthPort, "/readyz"); err != nil || code != http.StatusOK {
 		t.Errorf("/readyz of %s from the host: %d %s %v", pod.Name, code, body, err)
 	}
-	// Its metrics say who leads, as Prometheus scrapes them from the pod network.
+	// Its metrics say who leads, as Prometheus scrapes them from the pod network (the leader's gauge
+	// is set once it has started leading, just after it took the Lease).
 	for _, p := range d.pods() {
 		want := 0.0
 		if p.Name == leader {
 			want = 1
 		}
-		if m, err := d.scrape(p); err != nil || m["kubestellar_syncer_leader"] != want {
-			t.Errorf("/metrics of %s: kubestellar_syncer_leader %v (%v), want %v", p.Name, m["kubestellar_syncer_leader"], err, want)
-		}
+		eventually(t, 10*time.Second, "kubestellar_syncer_leader of "+p.Name, func() (bool, string) {
+			m, err := d.scrape(p)
+			return err == nil && m["kubestellar_syncer_leader{}"] == want, fmt.Sprintf("%v (%v), want %v", m["kubestellar_syncer_leader{}"], err, want)
+		})
 	}
 	log := d.logs(pod.Name, false)
 	// Level 0 and level 2 lines (-v=2 in the manifest), in klog's text format.

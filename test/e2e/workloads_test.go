@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubestellar/syncer/test/testenv"
@@ -253,7 +254,8 @@ func statusInt(o *unstructured.Unstructured, field string) int64 {
 }
 
 // sameStatus waits until the upstream object's status is the edge object's (as it stands once the
-// edge's controllers are done with it) and returns the edge object.
+// edge's controllers are done with it) but for the generations in it, which are returned in upstream
+// terms (TestStatusGenerations), and returns the edge object.
 func (f *fixture) sameStatus(gvr schema.GroupVersionResource, namespace, name string) *unstructured.Unstructured {
 	f.t.Helper()
 	var down *unstructured.Unstructured
@@ -266,9 +268,27 @@ func (f *fixture) sameStatus(gvr schema.GroupVersionResource, namespace, name st
 		if err != nil {
 			return false, err.Error()
 		}
-		return reflect.DeepEqual(up.Object["status"], down.Object["status"]), fmt.Sprintf("upstream %v, edge %v", up.Object["status"], down.Object["status"])
+		us, ds := withoutGenerations(up.Object["status"]), withoutGenerations(down.Object["status"])
+		return reflect.DeepEqual(us, ds), fmt.Sprintf("upstream %v, edge %v", up.Object["status"], down.Object["status"])
 	})
 	return down
+}
+
+// withoutGenerations is a copy of a status without its observedGeneration fields (its own and its
+// conditions').
+func withoutGenerations(status interface{}) interface{} {
+	s, ok := runtime.DeepCopyJSONValue(status).(map[string]interface{})
+	if !ok {
+		return status
+	}
+	delete(s, "observedGeneration")
+	conds, _ := s["conditions"].([]interface{})
+	for _, c := range conds {
+		if m, ok := c.(map[string]interface{}); ok {
+			delete(m, "observedGeneration")
+		}
+	}
+	return s
 }
 
 // pods lists the edge's pods of a namespace matching selector.
