@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -98,5 +99,20 @@ func TestProcUsageAndLabelValue(t *testing.T) {
 	}
 	if got := labelValue(`apiserver_longrunning_requests{group="",resource="configmaps",verb="WATCH"}`, "resource"); got != "configmaps" {
 		t.Errorf("labelValue: %q", got)
+	}
+}
+
+func TestMemorySizes(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  config
+		want string
+	}{
+		{config{}, "[1000 10000 100000]"},
+		{config{quick: true}, "[100 1000]"},
+		{config{quick: true, sizes: []int{1000}}, "[1000]"},
+	} {
+		if got := fmt.Sprint((&bench{cfg: tc.cfg}).memorySizes()); got != tc.want {
+			t.Errorf("%+v: %s, want %s", tc.cfg, got, tc.want)
+		}
 	}
 }
