@@ -427,12 +427,12 @@ func containerMemory(data []byte, uid, container string) (workingSet, rss float6
 // every few seconds).
 func (b *bench) kubeletMemory(ctx context.Context, pod corev1.Pod, since time.Time) (workingSet, rss float64, err error) {
 	path := "/api/v1/nodes/" + pod.Spec.NodeName + "/proxy/stats/summary"
-	var last error = errors.New("no sample of the container yet")
+	last := errors.New("no sample of the container yet")
 	perr := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		data, err := b.down.kube.CoreV1().RESTClient().Get().AbsPath(path).DoRaw(ctx)
 		if err != nil {
 			last = err
-			return false, nil
+			return false, nil //nolint:nilerr // asked again until the timeout, which reports this error
 		}
 		ws, r, at, ok, err := containerMemory(data, string(pod.UID), bootstrap.ContainerName)
 		switch {
@@ -449,7 +449,7 @@ func (b *bench) kubeletMemory(ctx context.Context, pod corev1.Pod, since time.Ti
 		return true, nil
 	})
 	if perr != nil {
-		return 0, 0, fmt.Errorf("GET %s: %w (%v)", path, perr, last)
+		return 0, 0, fmt.Errorf("GET %s: %w (%w)", path, perr, last)
 	}
 	return workingSet, rss, nil
 }
