@@ -32,7 +32,7 @@ E2E_UPSTREAMS ?= kube kcp
 
 IMAGE       ?= kubestellar-syncer:dev
 
-.PHONY: help bench bench-quick build test test-unit test-e2e e2e-bins kcp-bins node-bins prometheus-bin image image-check testenv testenv-down lint demo clean
+.PHONY: help bench bench-pod-memory bench-quick build test test-unit test-e2e e2e-bins kcp-bins node-bins prometheus-bin image image-check testenv testenv-down lint demo clean
 
 help: ## List the targets and what they do.
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z0-9_.-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -111,6 +111,10 @@ demo: build testenv ## Show the syncer at work on the local control plane (DEMO_
 
 bench: build e2e-bins kcp-bins ## Benchmarks on a real control plane and kcp (about 70 minutes): table on stdout, JSON in bench-results.json.
 	$(GO) run ./test/bench -syncer bin/syncer -bin-dir $(E2E_BIN) -kcp-bin-dir $(KCP_BIN) -out bench-results.json $(BENCH_ARGS)
+
+bench-pod-memory: build image e2e-bins node-bins ## The syncer as its users run it, a Pod of syncer-gen's manifest on the edge's node (root): working set against the derived memory limit at 1,000, 10,000 and 100,000 ConfigMaps; JSON in bench-pod-memory.json.
+	$(GO) run ./test/bench -scenarios podmemory -syncer bin/syncer -plugin bin/kubectl-kubestellar-syncer_gen -bin-dir $(E2E_BIN) \
+	  -syncer-image $(IMAGE) -syncer-image-archive $(IMAGE_OUT)/syncer-image.docker.tar -out bench-pod-memory.json $(BENCH_ARGS)
 
 bench-quick: build e2e-bins kcp-bins ## A smoke run of the benchmarks (small sizes, one repetition; not figures).
 	@out=$$(mktemp -t bench-quick-XXXXXX.json) && \

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -98,5 +99,43 @@ func TestProcUsageAndLabelValue(t *testing.T) {
 	}
 	if got := labelValue(`apiserver_longrunning_requests{group="",resource="configmaps",verb="WATCH"}`, "resource"); got != "configmaps" {
 		t.Errorf("labelValue: %q", got)
+	}
+}
+
+func TestContainerMemory(t *testing.T) {
+	summary := []byte(`{"node": {"nodeName": "edge-node"}, "pods": [
+ {"podRef": {"name": "other", "namespace": "ns", "uid": "u-1"},
+  "containers": [{"name": "kubestellar-syncer", "memory": {"time": "2026-11-27T10:00:00Z", "workingSetBytes": 1, "rssBytes": 1}}]},
+ {"podRef": {"name": "syncer-abc", "namespace": "ns", "uid": "u-2"},
+  "containers": [{"name": "sidecar", "memory": {"time": "2026-11-27T10:00:05Z", "workingSetBytes": 7, "rssBytes": 7}},
+   {"name": "kubestellar-syncer", "memory": {"time": "2026-11-27T10:00:05Z", "workingSetBytes": 73400320, "rssBytes": 62914560, "usageBytes": 80000000}}]},
+ {"podRef": {"name": "fresh", "namespace": "ns", "uid": "u-3"}, "containers": [{"name": "kubestellar-syncer"}]}]}`)
+	ws, rss, at, ok, err := containerMemory(summary, "u-2", "kubestellar-syncer")
+	if err != nil || !ok || ws != 73400320 || rss != 62914560 || !at.Equal(time.Date(2026, 11, 27, 10, 0, 5, 0, time.UTC)) {
+		t.Errorf("containerMemory = %v %v %v %v %v", ws, rss, at, ok, err)
+	}
+	if _, _, _, ok, err := containerMemory(summary, "u-3", "kubestellar-syncer"); ok || err != nil {
+		t.Errorf("a container without a memory sample: ok %v, err %v", ok, err)
+	}
+	if _, _, _, ok, _ := containerMemory(summary, "u-9", "kubestellar-syncer"); ok {
+		t.Error("found a pod that is not in the summary")
+	}
+	if _, _, _, _, err := containerMemory([]byte("<html>"), "u-2", "kubestellar-syncer"); err == nil {
+		t.Error("no error on a response that is not JSON")
+	}
+}
+
+func TestMemorySizes(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  config
+		want string
+	}{
+		{config{}, "[1000 10000 100000]"},
+		{config{quick: true}, "[100 1000]"},
+		{config{quick: true, sizes: []int{1000}}, "[1000]"},
+	} {
+		if got := fmt.Sprint((&bench{cfg: tc.cfg}).memorySizes()); got != tc.want {
+			t.Errorf("%+v: %s, want %s", tc.cfg, got, tc.want)
+		}
 	}
 }

@@ -3,7 +3,8 @@
 // initial-sync throughput against the physical limit measured in the same run (a bare client, a bare
 // relay), change latency for downsync, status return and upsync under churn, idle API cost, memory
 // per object, a model of the release-0.14 polling syncer on the same workloads, and what N syncers,
-// one mailbox each, cost one shared upstream.
+// one mailbox each, cost one shared upstream; and, not by default (-scenarios podmemory), the
+// syncer's working set as a Pod on a real edge node under the memory limit syncer-gen derives.
 //
 //	go run ./test/bench -syncer bin/syncer -bin-dir $E2E_BIN   (make bench; -quick for a smoke run)
 package main
@@ -50,6 +51,9 @@ type config struct {
 	// edges are the syncer counts of the edges scenario; edgeObjects the ConfigMaps in each mailbox.
 	edges       []int
 	edgeObjects int
+	// plugin is syncer-gen, syncerImage the syncer's image as the edge's node holds it (imported from
+	// syncerImageArchive): the podmemory scenario runs the syncer as a Pod of syncer-gen's manifest.
+	plugin, syncerImage, syncerImageArchive string
 }
 
 func main() {
@@ -62,16 +66,19 @@ func main() {
 	flag.StringVar(&c.out, "out", "bench-results.json", "Where to write the results as JSON.")
 	flag.IntVar(&c.repeat, "repeat", 3, "Repetitions of each figure (median and spread are printed).")
 	flag.BoolVar(&c.quick, "quick", false, "Small sizes and one repetition: a smoke run, not figures.")
-	flag.StringVar(&scenarios, "scenarios", "edges,settings,sync,idle,latency,memory,polling,mailboxes,namespaces", "Which scenarios to run (mailboxes needs kcp: -kcp-bin-dir).")
+	flag.StringVar(&scenarios, "scenarios", "edges,settings,sync,idle,latency,memory,polling,mailboxes,namespaces", "Which scenarios to run (mailboxes needs kcp: -kcp-bin-dir). Also podmemory, not by default: the syncer as a Pod on a real edge node (root, make node-bins, make image), its working set against syncer-gen's memory limit at the memory scenario's sizes.")
 	flag.StringVar(&extra, "syncer-args", "", "Extra syncer flags, space-separated (e.g. \"--downstream-qps=500 --workers=32\").")
 	var sizes string
-	flag.StringVar(&sizes, "sizes", "", "Object counts of the sync and memory scenarios, comma-separated (e.g. 1000,10000; sync then runs ConfigMaps only). Default: 1000 and 10000 (sync), 1000, 10000 and 100000 (memory).")
+	flag.StringVar(&sizes, "sizes", "", "Object counts of the sync, memory and podmemory scenarios, comma-separated (e.g. 1000,10000; sync then runs ConfigMaps only). Default: 1000 and 10000 (sync), 1000, 10000 and 100000 (memory, podmemory).")
 	flag.StringVar(&c.profiles, "heap-profiles", "", "A folder where the memory scenario saves the syncer's heap profile at each size.")
 	flag.StringVar(&c.cpuProfiles, "cpu-profiles", "", "A folder where the sync scenario saves the syncer's CPU profile of each fill (its first seconds: 1 per 500 objects, 2 to 30).")
 	var edges string
 	flag.StringVar(&edges, "edges", "", "Syncer counts of the edges scenario, comma-separated (default 10,50; -quick 3,6).")
 	flag.IntVar(&c.edgeObjects, "edge-objects", 10, "ConfigMaps in each mailbox of the edges scenario.")
-	flag.DurationVar(&c.memoryAge, "memory-age", 0, "How long the memory scenario lets the syncer run once settled before measuring (e.g. 3m: per-key bookkeeping kept for a write-loop window is then gone).")
+	flag.DurationVar(&c.memoryAge, "memory-age", 0, "How long the memory and podmemory scenarios let the syncer run once settled before measuring (e.g. 3m: per-key bookkeeping kept for a write-loop window is then gone).")
+	flag.StringVar(&c.plugin, "plugin", "bin/kubectl-kubestellar-syncer_gen", "syncer-gen (make build), for the podmemory scenario.")
+	flag.StringVar(&c.syncerImage, "syncer-image", "kubestellar-syncer:dev", "The syncer's image the podmemory scenario runs (syncer-gen's --syncer-image).")
+	flag.StringVar(&c.syncerImageArchive, "syncer-image-archive", "_output/image/syncer-image.docker.tar", "The archive of -syncer-image (make image) that the podmemory scenario imports into the edge's node.")
 	flag.BoolVar(&c.keep, "keep", false, "Keep the working folder (the syncers' and the control plane's logs) after a successful run too.")
 	flag.Parse()
 	c.sizes, c.edges = counts("-sizes", sizes), counts("-edges", edges)
@@ -148,6 +155,12 @@ func run(c config) (err error) {
 		}
 		opts.KCP, opts.KCPBinDir = true, c.kcpBinDir
 	}
+	if c.scenarios["podmemory"] {
+		if err := podMemoryOptions(&c, &opts); err != nil {
+			return err
+		}
+		logf("with a node at the edge (containerd, kubelet) for the podmemory scenario: the servers listen on its host address")
+	}
 	env, err := testenv.Start(ctx, opts)
 	if err != nil {
 		return err
@@ -174,6 +187,7 @@ func run(c config) (err error) {
 		{"polling", b.polling},
 		{"mailboxes", b.mailboxes},
 		{"namespaces", b.namespaces},
+		{"podmemory", b.podMemory},
 	}
 	for _, s := range steps {
 		if !c.scenarios[s.name] {
@@ -214,6 +228,9 @@ func header(c config) map[string]string {
 		"memoryAge":   c.memoryAge.String(),
 		"edges":       fmt.Sprint(c.edges),
 		"edgeObjects": fmt.Sprint(c.edgeObjects),
+	}
+	if c.scenarios["podmemory"] {
+		h["syncerImage"] = c.syncerImage
 	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {

@@ -18,22 +18,10 @@ import (
 // that it holds only the objects destined for the edge, as a mailbox workspace does (the syncer
 // caches every upstream object of a selected resource, and its own copies at the edge).
 func (b *bench) memory(ctx context.Context) error {
-	sizes := []int{1000, 10000, 100000}
-	if b.cfg.quick {
-		sizes = []int{100, 1000}
-	}
-	if len(b.cfg.sizes) > 0 {
-		sizes = b.cfg.sizes
-	}
+	sizes := b.memorySizes()
 	logf("memory: emptying the upstream of ConfigMaps (a mailbox holds only what goes to its edge)")
-	if err := clearConfigMaps(ctx, b.up); err != nil {
-		return err
-	}
-	empty := newWorkload("mem", gvrConfigMaps, 0, 100)
-	if err := ensureNamespaces(ctx, b.up, empty.namespaces); err != nil {
-		return err
-	}
-	if err := b.syncerConfig(ctx, nsScope(empty.namespaces, resourceOf(gvrConfigMaps))); err != nil {
+	empty, err := b.memoryUpstream(ctx)
+	if err != nil {
 		return err
 	}
 	heap0, rss0, err := b.measureMemory(ctx, empty, "heap-0.pprof")
@@ -75,6 +63,31 @@ func (b *bench) memory(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// memorySizes are the object counts of the memory and podmemory scenarios: 1,000, 10,000 and
+// 100,000 (-quick: 100 and 1,000), or -sizes.
+func (b *bench) memorySizes() []int {
+	switch {
+	case len(b.cfg.sizes) > 0:
+		return b.cfg.sizes
+	case b.cfg.quick:
+		return []int{100, 1000}
+	}
+	return []int{1000, 10000, 100000}
+}
+
+// memoryUpstream empties the upstream of ConfigMaps and selects the ConfigMaps of the memory
+// workload's namespaces, which it makes: it returns that workload, with no objects yet.
+func (b *bench) memoryUpstream(ctx context.Context) (workload, error) {
+	empty := newWorkload("mem", gvrConfigMaps, 0, 100)
+	if err := clearConfigMaps(ctx, b.up); err != nil {
+		return empty, err
+	}
+	if err := ensureNamespaces(ctx, b.up, empty.namespaces); err != nil {
+		return empty, err
+	}
+	return empty, b.syncerConfig(ctx, nsScope(empty.namespaces, resourceOf(gvrConfigMaps)))
 }
 
 // clearConfigMaps deletes every ConfigMap of every namespace on a side.

@@ -1,16 +1,23 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -60,4 +67,53 @@ func waitServed(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVers
 		return fmt.Errorf("%s not served: %w", gvr.Resource, err)
 	}
 	return nil
+}
+
+// appliedObject is an object applyManifest applied: its resource, namespace and name.
+type appliedObject struct {
+	gvr             schema.GroupVersionResource
+	namespace, name string
+}
+
+// applyManifest server-side applies every object of a multi-document YAML stream on a side, as
+// `kubectl apply --server-side` does (every object validated by the apiserver), in order, mapping
+// each kind to its resource through the side's discovery. It returns what it applied.
+func applyManifest(ctx context.Context, s *side, data []byte) ([]appliedObject, error) {
+	var applied []appliedObject
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return applied, nil
+			}
+			return applied, err
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		gvk := u.GroupVersionKind()
+		resources, err := s.kube.Discovery().ServerResourcesForGroupVersion(gvk.GroupVersion().String())
+		if err != nil {
+			return applied, fmt.Errorf("%s %s: %w", gvk, u.GetName(), err)
+		}
+		var gvr schema.GroupVersionResource
+		for _, r := range resources.APIResources {
+			if r.Kind == gvk.Kind && !strings.Contains(r.Name, "/") {
+				gvr = gvk.GroupVersion().WithResource(r.Name)
+			}
+		}
+		if gvr.Empty() {
+			return applied, fmt.Errorf("%s is not served on %s", gvk, s.name)
+		}
+		body, err := u.MarshalJSON()
+		if err != nil {
+			return applied, err
+		}
+		if _, err := s.dyn.Resource(gvr).Namespace(u.GetNamespace()).Patch(ctx, u.GetName(), types.ApplyPatchType, body,
+			metav1.PatchOptions{FieldManager: "bench", Force: ptr.To(true)}); err != nil {
+			return applied, fmt.Errorf("applying %s %s/%s: %w", gvk.Kind, u.GetNamespace(), u.GetName(), err)
+		}
+		applied = append(applied, appliedObject{gvr: gvr, namespace: u.GetNamespace(), name: u.GetName()})
+	}
 }
