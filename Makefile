@@ -106,7 +106,7 @@ ifeq ($(DEMO_UPSTREAM),kcp)
 TESTENV_FLAGS += -kcp
 endif
 
-demo: build testenv ## Show the syncer at work on the local control plane (DEMO_UPSTREAM=kcp: against a kcp workspace).
+demo: build image testenv ## Show the syncer at work on the local control plane, as a Pod on the edge node (DEMO_UPSTREAM=kcp: against a kcp workspace).
 	@bash hack/demo.sh
 
 bench: build e2e-bins kcp-bins ## Benchmarks on a real control plane and kcp (about 70 minutes): table on stdout, JSON in bench-results.json.

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The demo of `make demo`: on the local control plane (`make testenv`), create a workload upstream,
-# bootstrap the syncer with `kubectl kubestellar syncer-gen` and its manifest (and Helm values), add a
-# SyncerConfig, run the syncer with the generated identities, and watch the workload arrive
-# downstream, its status come back upstream, an update and a deletion follow it, and an object
-# created at the edge is upsynced and its deletion followed (with the UpsyncDeleted Event upstream);
-# then the syncer's /readyz and /metrics, its conditions and its log, and it is stopped. Headings are
-# bold on a terminal only: piped or redirected, the output has no escape codes.
+# The demo of `make demo`: on the local control plane (`make testenv`: two apiservers and an edge
+# node), create a workload upstream, bootstrap the syncer with `kubectl kubestellar syncer-gen`, apply
+# its manifest at the edge (the syncer Pod runs from the image `make image` built), add a
+# SyncerConfig, and watch the workload arrive downstream and its Pods run, their ready replicas come
+# back upstream, an update, a drift and a deletion follow, and an object created at the edge is
+# upsynced and its deletion followed (with the UpsyncDeleted Event upstream); then the syncer Pod's
+# /readyz and /metrics, its conditions and its log (kubectl logs). The syncer Pod keeps running
+# afterwards. Headings are bold on a terminal only: piped or redirected, the output has no escape
+# codes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KUBECTL=${KUBECTL:-$E2E_BIN/kubectl}
@@ -34,10 +36,13 @@ waitfor() { # description, command...
 say "Upstream ($upcfg): a namespace with a ConfigMap and a Deployment"
 up create namespace demo --dry-run=client -o yaml | up apply -f -
 up -n demo create configmap greeting --from-literal=message=hello --dry-run=client -o yaml | up apply -f -
-up -n demo create deployment web --image=registry.invalid/web:1 --replicas=2 --dry-run=client -o yaml | up apply -f -
+# The workload's image is the bed's test image (static busybox): nothing is pulled from outside.
+up -n demo create deployment web --image=kubestellar-syncer-testapp:dev --replicas=2 --port=8080 --dry-run=client -o yaml \
+  -- httpd -f -p 8080 -h /www | up apply -f -
 
 say "Bootstrap: kubectl kubestellar syncer-gen against the mailbox (creates the syncer's identity, installs the SyncerConfig CRD unless it is served)"
-PATH="$PWD/bin:$PATH" "$KUBECTL" kubestellar syncer-gen demo --syncer-image registry.invalid/kubestellar-syncer:demo \
+IMAGE=${IMAGE:-kubestellar-syncer:dev}
+PATH="$PWD/bin:$PATH" "$KUBECTL" kubestellar syncer-gen demo --syncer-image "$IMAGE" \
   -o .testenv/demo-syncer.yaml --helm-values .testenv/demo-values.yaml --kubeconfig "$upcfg" --requests-cpu 50m
 id=$(sed -n 's/^# KubeStellar syncer "\(.*\)" for sync target.*/\1/p' .testenv/demo-syncer.yaml)
 echo "The same syncer as values of the Helm chart charts/kubestellar-syncer (.testenv/demo-values.yaml), in part:"
@@ -49,50 +54,22 @@ up apply -f manifests/examples/syncerconfig-demo.yaml
 
 say "Edge: apply the generated manifest (server-side: every object validated by the edge apiserver)"
 down apply --server-side -f .testenv/demo-syncer.yaml
-down -n "$id" get deployment,serviceaccount,secret,role -o name
-
-say "Run the syncer with the Deployment's arguments and the generated identities (log in .testenv/syncer.log)"
-echo "(The edge's node cannot pull registry.invalid/kubestellar-syncer:demo: no image comes from outside the machine."
-echo " The same binary runs locally instead, with the kubeconfig from the generated Secret upstream and a token of"
-echo " the generated ServiceAccount at the edge.)"
-down -n "$id" get secret "$id-kubeconfig" -o jsonpath='{.data.kubeconfig}' | base64 -d > .testenv/demo-upstream.kubeconfig
-EK=.testenv/demo-edge.kubeconfig
-rm -f "$EK"
-"$KUBECTL" --kubeconfig "$EK" config set-cluster edge --server="$(down config view --minify -o jsonpath='{.clusters[0].cluster.server}')" \
-  --certificate-authority="$(down config view --minify -o jsonpath='{.clusters[0].cluster.certificate-authority}')" >/dev/null
-"$KUBECTL" --kubeconfig "$EK" config set-credentials syncer --token="$(down -n "$id" create token "$id")" >/dev/null
-"$KUBECTL" --kubeconfig "$EK" config set-context edge --cluster=edge --user=syncer >/dev/null
-"$KUBECTL" --kubeconfig "$EK" config use-context edge >/dev/null
-mapfile -t args < <(down -n "$id" get deployment "$id" -o go-template='{{range (index .spec.template.spec.containers 0).args}}{{.}}{{"\n"}}{{end}}' |
-  sed -e 's#^--from-kubeconfig=.*#--from-kubeconfig=.testenv/demo-upstream.kubeconfig#' \
-      -e 's#^--metrics-bind-address=.*#--metrics-bind-address=127.0.0.1:0#' -e 's#^--health-probe-bind-address=.*#--health-probe-bind-address=127.0.0.1:0#')
-printf '  %s\n' "${args[@]}"
-bin/syncer "${args[@]}" --to-kubeconfig "$EK" --leader-elect-resource-namespace "$id" > .testenv/syncer.log 2>&1 &
-syncer=$!
-echo "syncer started (pid $syncer)"
-stop_syncer() { # idempotent: at the end, and on any exit before it
-  [ -n "${syncer:-}" ] || return 0
-  say "Stopping the syncer (pid $syncer); the control plane keeps running"
-  kill "$syncer" 2>/dev/null || true
-  wait "$syncer" 2>/dev/null || true
-  syncer=''
-  echo "syncer stopped; its last log line:"
-  tail -n 1 .testenv/syncer.log | sed -E 's/^[^]]*\] //'
-}
-trap stop_syncer EXIT
-# served: the address the syncer logged for "Serving <what>" (its ports are chosen at start).
-served() { sed -n -E "s/.*Serving $1.*address\"?[:=]\"([^\"]+)\".*/\1/p" .testenv/syncer.log | tail -n 1; }
+say "Edge: the syncer Pod runs from the image $IMAGE (in-cluster config, the mounted kubeconfig Secret, probes)"
+down -n "$id" rollout status deployment "$id" --timeout=120s
+down -n "$id" get pods -o wide
+pod=$(down -n "$id" get pods -l app="$id" -o jsonpath='{.items[0].metadata.name}')
+podip=$(down -n "$id" get pod "$pod" -o jsonpath='{.status.podIP}')
 
 say "Downstream (edge cluster): the workload arrives"
 waitfor "the Deployment downstream" down -n demo get deployment web
 down -n demo get configmap/greeting deployment/web -L edge.kubestellar.io/downsynced-by
 down -n demo get configmap greeting -o jsonpath='{.data.message}{"  annotations: "}{.metadata.annotations}{"\n"}'
-say "Downstream: the edge's controller manager runs the Deployment and writes its status"
-waitfor "a ReplicaSet" bash -c "'$KUBECTL' ${D[*]} -n demo get rs -o name | grep -q ."
-down -n demo get deployment web
+say "Downstream: the Deployment's Pods run on the edge's node"
+down -n demo rollout status deployment web --timeout=120s
+down -n demo get pods -o wide
 say "Upstream: the status comes back (status return; no controller runs upstream)"
-waitfor "the status upstream" bash -c "[ \"\$('$KUBECTL' ${U[*]} -n demo get deployment web -o jsonpath='{.status.replicas}')\" = 2 ]"
-up -n demo get deployment web -o jsonpath='{"upstream status: replicas="}{.status.replicas}{" updatedReplicas="}{.status.updatedReplicas}{" observedGeneration="}{.status.observedGeneration}{"\n"}'
+waitfor "the ready replicas upstream" bash -c "[ \"\$('$KUBECTL' ${U[*]} -n demo get deployment web -o jsonpath='{.status.readyReplicas}')\" = 2 ]"
+up -n demo get deployment web -o jsonpath='{"upstream status: replicas="}{.status.replicas}{" readyReplicas="}{.status.readyReplicas}{" availableReplicas="}{.status.availableReplicas}{"\n"}'
 
 say "Update upstream: message=bonjour, replicas=3"
 up -n demo patch configmap greeting -p '{"data":{"message":"bonjour"}}'
@@ -101,6 +78,12 @@ waitfor "the update downstream" bash -c "[ \"\$('$KUBECTL' ${D[*]} -n demo get c
 waitfor "the scale downstream" bash -c "[ \"\$('$KUBECTL' ${D[*]} -n demo get deployment web -o jsonpath='{.spec.replicas}')\" = 3 ]"
 down -n demo get configmap greeting -o jsonpath='{"message downstream: "}{.data.message}{"\n"}'
 down -n demo get deployment web -o jsonpath='{"replicas downstream: "}{.spec.replicas}{"\n"}'
+waitfor "three ready replicas upstream" bash -c "[ \"\$('$KUBECTL' ${U[*]} -n demo get deployment web -o jsonpath='{.status.readyReplicas}')\" = 3 ]"
+up -n demo get deployment web -o jsonpath='{"upstream status: readyReplicas="}{.status.readyReplicas}{"\n"}'
+say "Upstream: kubectl rollout status works there (the status's generations are the upstream's)"
+up -n demo get deployment web -o jsonpath='{"upstream generation "}{.metadata.generation}{", observedGeneration "}{.status.observedGeneration}{"\n"}'
+down -n demo get deployment web -o jsonpath='{"edge generation "}{.metadata.generation}{", observedGeneration "}{.status.observedGeneration}{"\n"}'
+up -n demo rollout status deployment web --timeout=60s
 
 say "Drift: edit the ConfigMap at the edge; the syncer puts it back"
 down -n demo patch configmap greeting -p '{"data":{"message":"edited at the edge"}}'
@@ -129,19 +112,16 @@ say "Upstream: the syncer's heartbeat and conditions on the SyncerConfig"
 up get escfg
 up get escfg demo -o jsonpath='{range .status.conditions[*]}{.type}={.status} ({.reason}): {.message}{"\n"}{end}'
 
-say "The syncer's health and metrics (addresses from its log)"
-waitfor "the syncer's addresses in its log" bash -c "grep -q 'Serving health probes' .testenv/syncer.log && grep -q 'Serving metrics' .testenv/syncer.log"
-health=$(served 'health probes') metrics=$(served metrics)
+say "The syncer Pod's health and metrics (its pod IP $podip; the host routes the pod network)"
 if command -v curl >/dev/null; then
-  code=$(curl -sS -o .testenv/demo-readyz.txt -w '%{http_code}' "http://$health/readyz")
-  echo "GET http://$health/readyz: HTTP $code, $(cat .testenv/demo-readyz.txt)"
-  echo "GET http://$metrics/metrics, some kubestellar_syncer_ series:"
-  curl -sS "http://$metrics/metrics" | grep -E '^kubestellar_syncer_(leader|reachable|informers_synced|writes_total)' | sed -n '1,12p'
+  code=$(curl -sS -o .testenv/demo-readyz.txt -w '%{http_code}' "http://$podip:8081/readyz")
+  echo "GET http://$podip:8081/readyz: HTTP $code, $(cat .testenv/demo-readyz.txt)"
+  echo "GET http://$podip:8080/metrics, some kubestellar_syncer_ series:"
+  curl -sS "http://$podip:8080/metrics" | grep -E '^kubestellar_syncer_(leader|reachable|informers_synced|writes_total)' | sed -n '1,12p'
 else
-  echo "(no curl: see http://$health/readyz and http://$metrics/metrics)"
+  echo "(no curl: see http://$podip:8081/readyz and http://$podip:8080/metrics)"
 fi
 
-say "Syncer log, changes only (-v=2):"
-grep -E '"(Created|Updated|Deleted) downstream object"|"Returned status upstream"|"Upsynced"|"Deleted upsynced copy upstream"' .testenv/syncer.log | sed -E 's/^[^]]*\] //' | sed -n '1,30p'
-stop_syncer
-say "Done. The control plane keeps running: try kubectl ${U[*]} ... / ${D[*]} ...; stop it with make testenv-down"
+say "The syncer's log, changes only (kubectl logs; -v=2 in the manifest):"
+down -n "$id" logs "$pod" | grep -E '"(Created|Updated|Deleted) downstream object"|"Returned status upstream"|"Upsynced"|"Deleted upsynced copy upstream"' | sed -E 's/^[^]]*\] //' | sed -n '1,30p'
+say "Done. The control plane and the syncer Pod keep running: try kubectl ${U[*]} ... / ${D[*]} ...; stop it all with make testenv-down"
