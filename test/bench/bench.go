@@ -131,14 +131,22 @@ func (b *bench) record(scenario, metric, unit string, values []float64, note str
 		s := append([]float64(nil), values...)
 		sort.Float64s(s)
 		r.Min, r.Max = s[0], s[len(s)-1]
-		if len(s)%2 == 1 {
-			r.Median = s[len(s)/2]
-		} else {
-			r.Median = (s[len(s)/2-1] + s[len(s)/2]) / 2
-		}
+		r.Median = median(s)
 	}
 	b.results = append(b.results, r)
 	logf("%s / %s: %s %s %v", r.Scenario, metric, format(r.Median), unit, values)
+}
+
+// median is the median of sorted values (the mean of the middle two for an even count).
+func median(sorted []float64) float64 {
+	switch n := len(sorted); {
+	case n == 0:
+		return math.NaN()
+	case n%2 == 1:
+		return sorted[n/2]
+	default:
+		return (sorted[n/2-1] + sorted[n/2]) / 2
+	}
 }
 
 func format(v float64) string {

@@ -158,7 +158,9 @@ func dataV(u *unstructured.Unstructured) string {
 }
 
 // latency measures change latency under churn for downsync (upstream write → edge), status return
-// (edge status write → upstream) and upsync (edge write → upstream), with 1,000 objects each.
+// (edge status write → upstream) and upsync (edge write → upstream), with 1,000 objects each; then,
+// with the syncer stopped, a bare status relay on the same objects (startStatusRelay), status
+// return's baseline in the same run.
 func (b *bench) latency(ctx context.Context) error {
 	n, dur := 1000, 20*time.Second
 	if b.cfg.quick {
@@ -236,6 +238,21 @@ func (b *bench) latency(ctx context.Context) error {
 		write: func(ctx context.Context, ns, name, v string) error {
 			return mergePatch(ctx, b.down, gvrConfigMaps, ns, name, map[string]interface{}{"data": map[string]interface{}{"v": v}})
 		}}
+	statusLabel := func(who string, rate int) string {
+		return fmt.Sprintf("%s latency, %d status writes/s over %d objects", who, rate, n)
+	}
+	runs := map[string][]churnResult{}
+	measure := func(label string, ch churn, rate float64, d time.Duration) error {
+		for rep := 0; rep < b.cfg.repeat; rep++ {
+			r, err := ch.run(ctx, rate, d)
+			if err != nil {
+				return err
+			}
+			runs[label] = append(runs[label], r)
+		}
+		b.recordChurn(label, runs[label])
+		return nil
+	}
 	for _, c := range []struct {
 		label string
 		ch    churn
@@ -244,18 +261,49 @@ func (b *bench) latency(ctx context.Context) error {
 	}{
 		{fmt.Sprintf("downsync latency, 50 updates/s over %d objects", n), downsync, 50, dur},
 		{fmt.Sprintf("downsync latency, 500 updates/s over %d objects", n), downsync, 500, dur / 2},
-		{fmt.Sprintf("status-return latency, 50 status writes/s over %d objects", n), status, 50, dur},
+		{statusLabel("status-return", 50), status, 50, dur},
+		{statusLabel("status-return", 500), status, 500, dur / 2},
 		{fmt.Sprintf("upsync latency, 50 updates/s over %d objects", n), upsync, 50, dur},
 	} {
-		var runs []churnResult
-		for rep := 0; rep < b.cfg.repeat; rep++ {
-			r, err := c.ch.run(ctx, c.rate, c.dur)
-			if err != nil {
-				return err
-			}
-			runs = append(runs, r)
+		if err := measure(c.label, c.ch, c.rate, c.dur); err != nil {
+			return err
 		}
-		b.recordChurn(c.label, runs)
+	}
+
+	// The baseline of status return, in the same run on the same objects: a bare status relay with
+	// the syncer stopped.
+	p.stopProcess()
+	stop, err := b.startStatusRelay(ctx, widgets)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	for _, rate := range []int{50, 500} {
+		d := dur
+		if rate == 500 {
+			d = dur / 2
+		}
+		relay := statusLabel("bare status relay", rate)
+		if err := measure(relay, status, float64(rate), d); err != nil {
+			return err
+		}
+		for _, q := range []float64{50, 99} {
+			ours, base := medianPercentile(runs[statusLabel("status-return", rate)], q), medianPercentile(runs[relay], q)
+			if base > 0 {
+				b.record(statusLabel("status-return", rate), fmt.Sprintf("p%g ÷ bare status relay p%g", q, q), "ratio", []float64{ours / base},
+					"medians over the repetitions; the relay: an edge informer and 4 workers merge-patching /status upstream")
+			}
+		}
 	}
 	return nil
+}
+
+// medianPercentile is the median over runs of each run's q-th percentile latency, in seconds.
+func medianPercentile(runs []churnResult, q float64) float64 {
+	var ps []float64
+	for _, r := range runs {
+		ps = append(ps, percentile(r.latencies, q))
+	}
+	sort.Float64s(ps)
+	return median(ps)
 }
