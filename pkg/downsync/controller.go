@@ -164,6 +164,10 @@ func (c *Controller) Relevant(key framework.Key) bool {
 func (c *Controller) Prune() {
 	c.writes.Conflicts().Prune(c.Relevant)
 	c.queue.Prune(c.Relevant)
+	c.refusals.prune(func(key framework.Key) bool {
+		r, ok := c.cfg.Selection.Resource(key.GVR.GroupResource())
+		return ok && r.Upstream == key.GVR // still selected, at the version the keys name
+	})
 }
 
 // Handler returns the event handler of one side's informer for a resource. Downstream it follows

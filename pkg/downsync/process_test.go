@@ -611,3 +611,20 @@ func TestRefusalRecorded(t *testing.T) {
 		t.Errorf("after a write that landed: refused %v, told %v; want forgotten and told", ok, told)
 	}
 }
+
+// TestRefusalsPruned: Prune forgets the refusals of resources no longer selected, or selected at
+// another version, and keeps the others.
+func TestRefusalsPruned(t *testing.T) {
+	h := newHarness(t, selecting("a"), objs(upCM, nsA), objs(nsA))
+	other := key
+	other.GVR.Version = "v2"
+	h.c.refusals.set(key, 1, "denied")
+	h.c.refusals.set(other, 1, "denied")
+	h.c.Prune()
+	if _, _, ok := h.c.Refused(key); !ok {
+		t.Error("a selected resource's refusal was pruned")
+	}
+	if _, _, ok := h.c.Refused(other); ok {
+		t.Error("a refusal at a version no longer read stayed")
+	}
+}

@@ -41,6 +41,21 @@ func (r *refusals) forget(key framework.Key) bool {
 	return had
 }
 
+// prune forgets the refusals of keys for which keep is false (their resource left the selection, or
+// is read at another version now).
+func (r *refusals) prune(keep func(framework.Key) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.m {
+		if !keep(k) {
+			delete(r.m, k)
+		}
+	}
+	if len(r.m) == 0 {
+		r.m = nil
+	}
+}
+
 // Refused tells whether the edge refuses the upstream object of key for good: which of its
 // generations, and the edge's reason.
 func (c *Controller) Refused(key framework.Key) (generation int64, message string, ok bool) {

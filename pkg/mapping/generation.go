@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -105,8 +106,9 @@ func conditionsByType(status map[string]interface{}) map[interface{}]map[string]
 // status` upstream fails with the message and kstatus reads Failed instead of waiting for ever. A
 // Deployment gets Progressing False with reason ProgressDeadlineExceeded (the only reason on which
 // kubectl rollout status fails), any other kind Stalled True with reason EdgeRefused (kstatus's
-// convention); the rest of the status stays the edge's. The condition keeps the times of the same
-// condition upstream, so that writing it again changes nothing; now stamps a new one.
+// convention); the rest of the status stays the edge's. The condition keeps the transition time of
+// the same condition upstream while its status is the same (a Deployment's update time while its
+// message is), so that writing it again changes nothing; now stamps a new one.
 func RefusedStatus(status interface{}, up *unstructured.Unstructured, generation int64, why string, now time.Time) interface{} {
 	m, ok := status.(map[string]interface{})
 	if !ok {
@@ -122,16 +124,16 @@ func RefusedStatus(status interface{}, up *unstructured.Unstructured, generation
 	upStatus, _ := up.Object["status"].(map[string]interface{})
 	stamp := now.UTC().Format(time.RFC3339)
 	prev := conditionsByType(upStatus)[cond["type"]]
-	same := prev != nil && prev["status"] == cond["status"] && prev["reason"] == cond["reason"] && prev["message"] == cond["message"]
-	for _, t := range []string{"lastTransitionTime", "lastUpdateTime"} {
-		if t == "lastUpdateTime" && cond["type"] != "Progressing" {
-			continue // metav1.Condition has no update time
-		}
-		if v, ok := prev[t]; same && ok {
-			cond[t] = v
+	keep := func(field string, same bool) {
+		if v, ok := prev[field]; ok && same {
+			cond[field] = v
 		} else {
-			cond[t] = stamp
+			cond[field] = stamp
 		}
+	}
+	keep("lastTransitionTime", prev != nil && prev["status"] == cond["status"])
+	if cond["type"] == "Progressing" { // metav1.Condition has no update time
+		keep("lastUpdateTime", prev != nil && prev["status"] == cond["status"] && prev["message"] == cond["message"])
 	}
 	conditions, _ := m["conditions"].([]interface{})
 	replaced := false
@@ -145,4 +147,39 @@ func RefusedStatus(status interface{}, up *unstructured.Unstructured, generation
 	}
 	m["conditions"] = conditions
 	return m
+}
+
+// RefusalPrefix starts the message of the condition RefusedStatus writes for a sync target.
+func RefusalPrefix(syncTarget string) string {
+	return "sync target " + syncTarget + " refuses generation "
+}
+
+// WithoutRefusal is up's status without the refusal condition RefusedStatus wrote for a sync target
+// (its message starts with RefusalPrefix) and without the observedGeneration that went with it, for
+// when the refusal is over but the edge copy has no status of its own to return; false when up's
+// status carries no such condition.
+func WithoutRefusal(up *unstructured.Unstructured, syncTarget string) (map[string]interface{}, bool) {
+	status, ok := runtime.DeepCopyJSONValue(up.Object["status"]).(map[string]interface{})
+	if !ok {
+		return nil, false
+	}
+	conditions, _ := status["conditions"].([]interface{})
+	kept := make([]interface{}, 0, len(conditions))
+	for _, c := range conditions {
+		if cm, ok := c.(map[string]interface{}); ok {
+			if msg, _ := cm["message"].(string); strings.HasPrefix(msg, RefusalPrefix(syncTarget)) {
+				continue
+			}
+		}
+		kept = append(kept, c)
+	}
+	if len(kept) == len(conditions) {
+		return nil, false
+	}
+	status["conditions"] = kept
+	if len(kept) == 0 {
+		delete(status, "conditions")
+	}
+	delete(status, "observedGeneration")
+	return status, true
 }

@@ -186,3 +186,37 @@ func TestRefusedStatus(t *testing.T) {
 		t.Errorf("another kind, no status (-want +got):\n%s", diff)
 	}
 }
+
+// TestRefusedStatusTimes: a refusal whose message changes (a retry meets another error text) keeps
+// its transition time, as the status is the same; a Deployment's update time moves.
+func TestRefusedStatusTimes(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 15, 0, 0, 0, time.UTC)
+	up := generationObject(6, "", nil)
+	up.Object["status"] = RefusedStatus(nil, up, 6, "first", t0)
+	got := RefusedStatus(nil, up, 6, "second", t0.Add(time.Minute)).(map[string]interface{})
+	c := got["conditions"].([]interface{})[0].(map[string]interface{})
+	if c["lastTransitionTime"] != "2026-11-27T15:00:00Z" || c["lastUpdateTime"] != "2026-11-27T15:01:00Z" || c["message"] != "second" {
+		t.Errorf("condition %v: want the first transition time, a new update time and the new message", c)
+	}
+}
+
+// TestWithoutRefusal: a refusal said for a sync target is taken back (its condition and the
+// generation it claimed), other conditions and other targets' refusals stay; nothing to take back is
+// false.
+func TestWithoutRefusal(t *testing.T) {
+	up := generationObject(2, "", map[string]interface{}{"observedGeneration": int64(2), "conditions": []interface{}{
+		map[string]interface{}{"type": "Ready", "status": "False"},
+		map[string]interface{}{"type": "Stalled", "status": "True", "message": RefusalPrefix("edge-1") + "2: denied"},
+	}})
+	got, ok := WithoutRefusal(up, "edge-1")
+	want := map[string]interface{}{"conditions": []interface{}{map[string]interface{}{"type": "Ready", "status": "False"}}}
+	if diff := cmp.Diff(want, got); !ok || diff != "" {
+		t.Errorf("WithoutRefusal %v (-want +got):\n%s", ok, diff)
+	}
+	if _, ok := WithoutRefusal(up, "edge-2"); ok {
+		t.Error("another sync target's refusal taken back")
+	}
+	if _, ok := WithoutRefusal(generationObject(2, "", nil), "edge-1"); ok {
+		t.Error("no status: something taken back")
+	}
+}

@@ -193,14 +193,13 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	if err != nil || !synced {
 		return 0, err
 	}
-	refusedCreate := false // no edge copy, because the edge refuses it: that is to be said upstream
-	if down == nil && r.UpstreamHasStatus && c.cfg.Refusals != nil {
-		_, _, refusedCreate = c.cfg.Refusals.Refused(key)
-	}
+	// Where the edge's refusals are said upstream, an edge copy without a status (or none, its create
+	// refused) may still have something to say, or a refusal to take back.
+	refusals := r.UpstreamHasStatus && c.cfg.Refusals != nil
 	switch {
-	case down == nil && !refusedCreate, down != nil && !mapping.OwnedDownstream(down):
+	case down == nil && !refusals, down != nil && !mapping.OwnedDownstream(down):
 		return 0, nil
-	case down != nil && !carriesStatus(down):
+	case down != nil && !carriesStatus(down) && !refusals:
 		return 0, nil // no status to return: the upstream object is not read
 	}
 	up, synced, err := framework.Cached(c.cfg.UpstreamInformers, r.Upstream, key.Namespace, key.Name)
@@ -218,6 +217,14 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 		status = c.returned(down, up, key)
 	} else {
 		status = runtime.DeepCopyJSONValue(down.Object["status"])
+	}
+	if status == nil {
+		// No status at the edge and no refusal now: only a refusal said earlier is taken back.
+		cleared, ok := mapping.WithoutRefusal(up, c.cfg.SyncTargetName)
+		if !ok {
+			return 0, nil
+		}
+		status = cleared
 	}
 	if mapping.StatusIs(up, status) {
 		logger.V(logging.Skip).Info("Upstream status is up to date")
@@ -248,9 +255,10 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 
 // returned is the status to return for an upstream object whose resource has a status subresource:
 // the edge's in upstream terms, and, when the edge refuses the upstream's generation for good, saying
-// so. down is nil when the edge refuses to create the object.
+// so. down is nil when there is no edge copy (its create refused, say). nil: the edge has no status
+// and refuses nothing.
 func (c *Controller) returned(down, up *unstructured.Unstructured, key framework.Key) interface{} {
-	var status interface{} = map[string]interface{}{}
+	var status interface{}
 	applied, known := int64(0), false
 	if down != nil {
 		status = mapping.ReturnedStatus(down, up)
@@ -263,7 +271,7 @@ func (c *Controller) returned(down, up *unstructured.Unstructured, key framework
 	if !ok || g != up.GetGeneration() || (known && applied >= g) {
 		return status // none, or stale: the current generation is being written, or is
 	}
-	why := fmt.Sprintf("sync target %s refuses generation %d: %s", c.cfg.SyncTargetName, g, msg)
+	why := fmt.Sprintf("%s%d: %s", mapping.RefusalPrefix(c.cfg.SyncTargetName), g, msg)
 	switch {
 	case known:
 		why += fmt.Sprintf(" (it runs generation %d)", applied)

@@ -95,6 +95,10 @@ func TestProcess(t *testing.T) {
 			refused: refusals{4: "denied"}, hasStatus: true, returns: true, want: "update/status", generation: 4},
 		{name: "a stale refusal: as returned", down: generation(widget(observed(1), true), 1, "4"), up: generation(widget(nil, false), 4, ""),
 			refused: refusals{3: "denied"}, hasStatus: true, returns: true, want: "update/status", generation: 4},
+		{name: "a refused update of a copy without status: said", down: generation(widget(nil, true), 1, "3"), up: generation(widget(nil, false), 4, ""),
+			refused: refusals{4: "denied"}, hasStatus: true, returns: true, want: "update/status", generation: 4},
+		{name: "a copy without status: another's status upstream left alone", down: generation(widget(nil, true), 1, "3"), up: generation(widget(observed(3), false), 3, ""),
+			refused: refusals{}, hasStatus: true, returns: true, want: ""},
 		{name: "equal in upstream terms: nothing written", down: generation(widget(observed(2), true), 2, "4"), up: generation(widget(observed(4), false), 4, ""),
 			hasStatus: true, returns: true, want: ""},
 	} {
@@ -138,8 +142,12 @@ func TestProcess(t *testing.T) {
 			if tc.want != "" {
 				o := client.Actions()[0].(interface{ GetObject() runtime.Object }).GetObject().(*unstructured.Unstructured)
 				g, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
-				if p, _, _ := unstructured.NestedString(o.Object, "status", "phase"); p != "Ready" || g != tc.generation {
-					t.Errorf("written status %v, want phase Ready and observedGeneration %d", o.Object["status"], tc.generation)
+				wantPhase := "Ready" // the edge's
+				if !carriesStatus(tc.down) {
+					wantPhase = ""
+				}
+				if p, _, _ := unstructured.NestedString(o.Object, "status", "phase"); p != wantPhase || g != tc.generation {
+					t.Errorf("written status %v, want phase %q and observedGeneration %d", o.Object["status"], wantPhase, tc.generation)
 				}
 				stalled := false
 				conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
@@ -196,4 +204,35 @@ func conditionOf(o *unstructured.Unstructured, typ string) (status, reason, mess
 		}
 	}
 	return status, reason, message
+}
+
+// TestProcessRefusalTakenBack: once the edge takes the object, a refusal said upstream goes even
+// when the edge copy has no status of its own to return.
+func TestProcessRefusalTakenBack(t *testing.T) {
+	up := generation(widget(map[string]interface{}{"observedGeneration": int64(1), "conditions": []interface{}{
+		map[string]interface{}{"type": "Stalled", "status": "True", "message": mapping.RefusalPrefix("edge-1") + "1: denied"}}}, false), 1, "")
+	down := generation(widget(nil, true), 1, "1")
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{widgets: "WidgetList"}, up.DeepCopy())
+	c, err := NewController(Config{
+		Upstream: client, Metrics: metrics.New(prometheus.NewRegistry()), Selection: view{true, true},
+		Refusals: refusals{}, SyncTargetName: "edge-1",
+		UpstreamInformers: fakeinformers.Informers{widgets: fakeinformers.With(up)}, DownstreamInformers: fakeinformers.Informers{widgets: fakeinformers.With(down)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.process(context.Background(), framework.Key{GVR: widgets, Namespace: "ns", Name: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(client.Actions()) != 1 {
+		t.Fatalf("writes %v, want one status update", client.Actions())
+	}
+	o := client.Actions()[0].(interface{ GetObject() runtime.Object }).GetObject().(*unstructured.Unstructured)
+	if st, _, _ := conditionOf(o, "Stalled"); st != "" || o.Object["status"] == nil {
+		t.Errorf("written status %v: want the refusal gone", o.Object["status"])
+	}
+	if _, has, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration"); has {
+		t.Errorf("written status %v: the refusal's observedGeneration stayed", o.Object["status"])
+	}
 }
