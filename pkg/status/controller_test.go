@@ -170,24 +170,7 @@ func TestProcess(t *testing.T) {
 // TestProcessRefusedCreate: an object the edge refuses to create has no edge copy, and its upstream
 // status says why.
 func TestProcessRefusedCreate(t *testing.T) {
-	up := generation(widget(nil, false), 1, "")
-	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{widgets: "WidgetList"}, up.DeepCopy())
-	c, err := NewController(Config{
-		Upstream: client, Metrics: metrics.New(prometheus.NewRegistry()), Selection: view{true, true},
-		Refusals: refusals{1: "denied"}, SyncTargetName: "edge-1",
-		UpstreamInformers: fakeinformers.Informers{widgets: fakeinformers.With(up)}, DownstreamInformers: fakeinformers.Informers{widgets: fakeinformers.With()},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.process(context.Background(), framework.Key{GVR: widgets, Namespace: "ns", Name: "w"}); err != nil {
-		t.Fatal(err)
-	}
-	if len(client.Actions()) != 1 {
-		t.Fatalf("writes %v, want one status update", client.Actions())
-	}
-	o := client.Actions()[0].(interface{ GetObject() runtime.Object }).GetObject().(*unstructured.Unstructured)
+	o := processOnce(t, generation(widget(nil, false), 1, ""), nil, refusals{1: "denied"})
 	_, reason, msg := conditionOf(o, "Stalled")
 	if g, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration"); g != 1 || reason != "EdgeRefused" || !strings.Contains(msg, "(it has no copy)") {
 		t.Errorf("written status %v", o.Object["status"])
@@ -211,13 +194,29 @@ func conditionOf(o *unstructured.Unstructured, typ string) (status, reason, mess
 func TestProcessRefusalTakenBack(t *testing.T) {
 	up := generation(widget(map[string]interface{}{"observedGeneration": int64(1), "conditions": []interface{}{
 		map[string]interface{}{"type": "Stalled", "status": "True", "message": mapping.RefusalPrefix("edge-1") + "1: denied"}}}, false), 1, "")
-	down := generation(widget(nil, true), 1, "1")
+	o := processOnce(t, up, generation(widget(nil, true), 1, "1"), refusals{})
+	if st, _, _ := conditionOf(o, "Stalled"); st != "" || o.Object["status"] == nil {
+		t.Errorf("written status %v: want the refusal gone", o.Object["status"])
+	}
+	if _, has, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration"); has {
+		t.Errorf("written status %v: the refusal's observedGeneration stayed", o.Object["status"])
+	}
+}
+
+// processOnce runs the controller once on the widget's key, with up upstream and down (nil: none) at
+// the edge, as edge-1 with the edge's refusals r, and returns the one status write it made.
+func processOnce(t *testing.T, up, down *unstructured.Unstructured, r refusals) *unstructured.Unstructured {
+	t.Helper()
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{widgets: "WidgetList"}, up.DeepCopy())
+	edge := fakeinformers.With()
+	if down != nil {
+		edge = fakeinformers.With(down)
+	}
 	c, err := NewController(Config{
 		Upstream: client, Metrics: metrics.New(prometheus.NewRegistry()), Selection: view{true, true},
-		Refusals: refusals{}, SyncTargetName: "edge-1",
-		UpstreamInformers: fakeinformers.Informers{widgets: fakeinformers.With(up)}, DownstreamInformers: fakeinformers.Informers{widgets: fakeinformers.With(down)},
+		Refusals: r, SyncTargetName: "edge-1",
+		UpstreamInformers: fakeinformers.Informers{widgets: fakeinformers.With(up)}, DownstreamInformers: fakeinformers.Informers{widgets: edge},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -228,11 +227,5 @@ func TestProcessRefusalTakenBack(t *testing.T) {
 	if len(client.Actions()) != 1 {
 		t.Fatalf("writes %v, want one status update", client.Actions())
 	}
-	o := client.Actions()[0].(interface{ GetObject() runtime.Object }).GetObject().(*unstructured.Unstructured)
-	if st, _, _ := conditionOf(o, "Stalled"); st != "" || o.Object["status"] == nil {
-		t.Errorf("written status %v: want the refusal gone", o.Object["status"])
-	}
-	if _, has, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration"); has {
-		t.Errorf("written status %v: the refusal's observedGeneration stayed", o.Object["status"])
-	}
+	return client.Actions()[0].(interface{ GetObject() runtime.Object }).GetObject().(*unstructured.Unstructured)
 }
