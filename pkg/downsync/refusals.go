@@ -1,6 +1,7 @@
 package downsync
 
 import (
+	"maps"
 	"sync"
 
 	"github.com/kubestellar/syncer/pkg/framework"
@@ -9,8 +10,9 @@ import (
 // refusals are the upstream objects whose latest generation the edge refuses for good (invalid,
 // forbidden, immutable and not to be recreated): status return says so upstream (Refused).
 type refusals struct {
-	mu sync.Mutex
-	m  map[framework.Key]refusal
+	mu   sync.Mutex
+	m    map[framework.Key]refusal
+	peak framework.Peak // of m: a burst of refusals is given back once it is over
 }
 
 type refusal struct {
@@ -26,6 +28,15 @@ func (r *refusals) set(key framework.Key, generation int64, message string) {
 		r.m = map[framework.Key]refusal{}
 	}
 	r.m[key] = refusal{generation: generation, message: message}
+	r.peak.Saw(len(r.m))
+}
+
+// get is key's refusal, if there is one.
+func (r *refusals) get(key framework.Key) (refusal, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, ok := r.m[key]
+	return v, ok
 }
 
 // forget drops key's refusal (its object was written, or is no longer wanted); it tells whether
@@ -35,9 +46,7 @@ func (r *refusals) forget(key framework.Key) bool {
 	defer r.mu.Unlock()
 	_, had := r.m[key]
 	delete(r.m, key)
-	if len(r.m) == 0 {
-		r.m = nil // a map never shrinks: let a burst of refusals go
-	}
+	r.shrink()
 	return had
 }
 
@@ -46,21 +55,20 @@ func (r *refusals) forget(key framework.Key) bool {
 func (r *refusals) prune(keep func(framework.Key) bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for k := range r.m {
-		if !keep(k) {
-			delete(r.m, k)
-		}
-	}
-	if len(r.m) == 0 {
-		r.m = nil
+	maps.DeleteFunc(r.m, func(k framework.Key, _ refusal) bool { return !keep(k) })
+	r.shrink()
+}
+
+// shrink makes the map anew once mostly drained (framework.Peak); r.mu is held.
+func (r *refusals) shrink() {
+	if r.peak.Drained(len(r.m)) {
+		r.m = framework.Remade(r.m)
 	}
 }
 
 // Refused tells whether the edge refuses the upstream object of key for good: which of its
 // generations, and the edge's reason.
 func (c *Controller) Refused(key framework.Key) (generation int64, message string, ok bool) {
-	c.refusals.mu.Lock()
-	defer c.refusals.mu.Unlock()
-	r, ok := c.refusals.m[key]
+	r, ok := c.refusals.get(key)
 	return r.generation, r.message, ok
 }

@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -157,28 +158,24 @@ func RefusalPrefix(syncTarget string) string {
 // WithoutRefusal is up's status without the refusal condition RefusedStatus wrote for a sync target
 // (its message starts with RefusalPrefix) and without the observedGeneration that went with it, for
 // when the refusal is over but the edge copy has no status of its own to return; false when up's
-// status carries no such condition.
+// status carries no such condition (then nothing is copied).
 func WithoutRefusal(up *unstructured.Unstructured, syncTarget string) (map[string]interface{}, bool) {
-	status, ok := runtime.DeepCopyJSONValue(up.Object["status"]).(map[string]interface{})
-	if !ok {
+	prefix := RefusalPrefix(syncTarget)
+	said := func(c interface{}) bool {
+		cm, _ := c.(map[string]interface{})
+		msg, _ := cm["message"].(string)
+		return strings.HasPrefix(msg, prefix)
+	}
+	upStatus, _ := up.Object["status"].(map[string]interface{})
+	if conditions, _ := upStatus["conditions"].([]interface{}); !slices.ContainsFunc(conditions, said) {
 		return nil, false
 	}
-	conditions, _ := status["conditions"].([]interface{})
-	kept := make([]interface{}, 0, len(conditions))
-	for _, c := range conditions {
-		if cm, ok := c.(map[string]interface{}); ok {
-			if msg, _ := cm["message"].(string); strings.HasPrefix(msg, RefusalPrefix(syncTarget)) {
-				continue
-			}
-		}
-		kept = append(kept, c)
-	}
-	if len(kept) == len(conditions) {
-		return nil, false
-	}
-	status["conditions"] = kept
+	status := runtime.DeepCopyJSONValue(upStatus).(map[string]interface{})
+	kept := slices.DeleteFunc(status["conditions"].([]interface{}), said)
 	if len(kept) == 0 {
 		delete(status, "conditions")
+	} else {
+		status["conditions"] = kept
 	}
 	delete(status, "observedGeneration")
 	return status, true

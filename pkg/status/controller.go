@@ -213,18 +213,18 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	// The edge's status, its generations in upstream terms; as it is where the upstream has no status
 	// subresource (there every write, this one's too, makes a new generation: they cannot be told).
 	var status interface{}
-	if r.UpstreamHasStatus {
-		status = c.returned(down, up, key)
-	} else {
+	if !r.UpstreamHasStatus {
 		status = runtime.DeepCopyJSONValue(down.Object["status"])
-	}
-	if status == nil {
-		// No status at the edge and no refusal now: only a refusal said earlier is taken back.
-		cleared, ok := mapping.WithoutRefusal(up, c.cfg.SyncTargetName)
-		if !ok {
-			return 0, nil
+	} else {
+		if status = c.returned(down, up, key); status == nil {
+			// No status at the edge (down may be nil) and no refusal now: only a refusal said earlier
+			// is taken back.
+			cleared, ok := mapping.WithoutRefusal(up, c.cfg.SyncTargetName)
+			if !ok {
+				return 0, nil
+			}
+			status = cleared
 		}
-		status = cleared
 	}
 	if mapping.StatusIs(up, status) {
 		logger.V(logging.Skip).Info("Upstream status is up to date")
