@@ -46,27 +46,34 @@ func (b *bench) startStatusRelay(ctx context.Context, w workload) (stop func(), 
 		wg.Wait()
 		return nil, ctx.Err()
 	}
-	for i := 0; i < statusRelayWorkers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				key, shutdown := q.Get()
-				if shutdown {
-					return
-				}
-				if obj, exists, _ := inf.GetIndexer().GetByKey(key.Namespace + "/" + key.Name); exists {
-					if u, ok := obj.(*unstructured.Unstructured); ok {
-						_ = mergePatch(rctx, b.up, w.gvr, key.Namespace, key.Name, map[string]interface{}{"status": u.Object["status"]}, "status")
-					}
-				}
-				q.Done(key)
+	startWorkers(&wg, statusRelayWorkers, q, func(key types.NamespacedName) {
+		if obj, exists, _ := inf.GetIndexer().GetByKey(key.Namespace + "/" + key.Name); exists {
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				_ = mergePatch(rctx, b.up, w.gvr, key.Namespace, key.Name, map[string]interface{}{"status": u.Object["status"]}, "status")
 			}
-		}()
-	}
+		}
+	})
 	return func() {
 		q.ShutDown()
 		cancel()
 		wg.Wait()
 	}, nil
+}
+
+// startWorkers runs n workers, counted in wg, that take the queue's items to do until it shuts down.
+func startWorkers[T comparable](wg *sync.WaitGroup, n int, q workqueue.TypedInterface[T], do func(T)) {
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				item, shutdown := q.Get()
+				if shutdown {
+					return
+				}
+				do(item)
+				q.Done(item)
+			}
+		}()
+	}
 }

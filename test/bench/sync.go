@@ -179,24 +179,13 @@ func (b *bench) measureRelay(ctx context.Context, w workload) (float64, error) {
 	}})
 	go inf.Run(rctx.Done())
 	var wg sync.WaitGroup
-	for i := 0; i < limitWorkers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				u, shutdown := q.Get()
-				if shutdown {
-					return
-				}
-				out := w.make(u.GetNamespace(), u.GetName(), map[string]string{"bench": "relay"})
-				if d, ok := u.Object["data"]; ok {
-					out.Object["data"] = d
-				}
-				_, _ = b.down.dyn.Resource(w.gvr).Namespace(u.GetNamespace()).Create(rctx, out, metav1.CreateOptions{})
-				q.Done(u)
-			}
-		}()
-	}
+	startWorkers(&wg, limitWorkers, q, func(u *unstructured.Unstructured) {
+		out := w.make(u.GetNamespace(), u.GetName(), map[string]string{"bench": "relay"})
+		if d, ok := u.Object["data"]; ok {
+			out.Object["data"] = d
+		}
+		_, _ = b.down.dyn.Resource(w.gvr).Namespace(u.GetNamespace()).Create(rctx, out, metav1.CreateOptions{})
+	})
 	first, all, err := c.wait(ctx, 10*time.Minute)
 	q.ShutDown()
 	cancel()

@@ -197,7 +197,8 @@ func TestBadInputTable(t *testing.T) {
 			name: "edge-refuses",
 			setup: func(c *badInput) {
 				refused := c.name + "-refused"
-				c.denyAtEdge(refused)
+				c.denyAtEdge(c.name, "", []string{"configmaps"}, fmt.Sprintf("object.metadata.name != '%s'", refused),
+					gvrConfigMaps, configMap("default", refused, nil))
 				c.create(c.up, gvrConfigMaps, configMap(c.ns, refused, map[string]interface{}{"k": "v"}))
 				c.syncerConfig(c.config, nsScope([]string{c.ns}, resource("", "v1", "configmaps")))
 			},
@@ -526,33 +527,6 @@ func (c *badInput) expectCounterGrows(key string) {
 		return now > from, fmt.Sprintf("%v, was %v", now, from)
 	})
 	c.before = c.metrics()
-}
-
-// denyAtEdge makes the edge refuse ConfigMaps of that name (a ValidatingAdmissionPolicy and its
-// binding, both named after the case) and waits until the refusal is in force.
-func (c *badInput) denyAtEdge(name string) {
-	c.t.Helper()
-	policy := obj("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "", c.name, map[string]interface{}{"spec": map[string]interface{}{
-		"failurePolicy": "Fail",
-		"matchConstraints": map[string]interface{}{"resourceRules": []interface{}{map[string]interface{}{
-			"apiGroups": []interface{}{""}, "apiVersions": []interface{}{"v1"}, "operations": []interface{}{"CREATE", "UPDATE"},
-			"resources": []interface{}{"configmaps"}}}},
-		"validations": []interface{}{map[string]interface{}{
-			"expression": fmt.Sprintf("object.metadata.name != '%s'", name),
-			"message":    "refused by the edge's policy"}},
-	}})
-	c.create(c.down, gvrVAPs, policy)
-	c.create(c.down, gvrVAPBindings, obj("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", "", c.name, map[string]interface{}{
-		"spec": map[string]interface{}{"policyName": c.name, "validationActions": []interface{}{"Deny"}}}))
-	c.t.Cleanup(func() {
-		c.delete(c.down, gvrVAPBindings, "", c.name)
-		c.delete(c.down, gvrVAPs, "", c.name)
-	})
-	eventually(c.t, 30*time.Second, "the admission policy in force", func() (bool, string) {
-		_, err := c.down.dyn.Resource(gvrConfigMaps).Namespace("default").Create(c.ctx, configMap("default", name, nil),
-			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return err != nil && strings.Contains(err.Error(), "refused by the edge's policy"), fmt.Sprint(err)
-	})
 }
 
 // fixConfig replaces the case's config by a good one, and checks that the problem goes: its object

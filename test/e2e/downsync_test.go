@@ -422,30 +422,9 @@ func TestDownsyncBadInputDoesNotBlock(t *testing.T) {
 	good, refused := f.namespace("good"), f.namespace("refused")
 	policy := f.name + "-deny"
 	// The edge refuses ConfigMaps named reject-* and this test's "refused" namespace.
-	vap := obj("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "", policy, map[string]interface{}{"spec": map[string]interface{}{
-		"failurePolicy": "Fail",
-		"matchConstraints": map[string]interface{}{"resourceRules": []interface{}{map[string]interface{}{
-			"apiGroups": []interface{}{""}, "apiVersions": []interface{}{"v1"}, "operations": []interface{}{"CREATE", "UPDATE"},
-			"resources": []interface{}{"configmaps", "namespaces"}}}},
-		"validations": []interface{}{map[string]interface{}{
-			"expression": fmt.Sprintf("!object.metadata.name.startsWith('reject-') && object.metadata.name != '%s'", refused),
-			"message":    "refused by the edge's policy"}},
-	}})
-	vapGVR := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"}
-	vapbGVR := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"}
-	f.create(f.down, vapGVR, vap)
-	f.create(f.down, vapbGVR, obj("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", "", policy, map[string]interface{}{
-		"spec": map[string]interface{}{"policyName": policy, "validationActions": []interface{}{"Deny"}}}))
-	t.Cleanup(func() {
-		f.delete(f.down, vapbGVR, "", policy)
-		f.delete(f.down, vapGVR, "", policy)
-	})
-	// Wait until the policy is in force at the edge.
-	eventually(t, 30*time.Second, "the admission policy to be in force", func() (bool, string) {
-		probe := configMap("default", "reject-probe", nil)
-		_, err := f.down.dyn.Resource(gvrConfigMaps).Namespace("default").Create(f.ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return err != nil && strings.Contains(err.Error(), "refused by the edge's policy"), fmt.Sprint(err)
-	})
+	lift := f.denyAtEdge(policy, "", []string{"configmaps", "namespaces"},
+		fmt.Sprintf("!object.metadata.name.startsWith('reject-') && object.metadata.name != '%s'", refused),
+		gvrConfigMaps, configMap("default", "reject-probe", nil))
 
 	f.create(f.up, gvrConfigMaps, configMap(good, "reject-me", map[string]interface{}{"k": "v"}))
 	f.create(f.up, gvrConfigMaps, configMap(refused, "c1", map[string]interface{}{"k": "v"}))
@@ -468,7 +447,7 @@ func TestDownsyncBadInputDoesNotBlock(t *testing.T) {
 		return true, ""
 	})
 	// Retried with backoff: once the edge relents, the refused objects arrive.
-	f.delete(f.down, vapbGVR, "", policy)
+	lift()
 	f.waitFor(f.down, gvrConfigMaps, good, "reject-me", hasMark)
 	f.waitFor(f.down, gvrConfigMaps, refused, "c1", hasMark)
 	if p.exited() {

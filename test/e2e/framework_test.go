@@ -656,3 +656,43 @@ func httpGet(url string) (string, error) {
 	body, err := io.ReadAll(resp.Body)
 	return string(body), err
 }
+
+// denyAtEdge makes the edge refuse creates and updates of the resources of group (version v1) for
+// which the CEL expression over object is false, with the message "refused by the edge's policy":
+// a ValidatingAdmissionPolicy and its binding named policy, removed when the test ends. It waits
+// until probe (of resource probeGVR) is refused by a dry-run create, and returns lift, which removes
+// the policy at once and waits until probe is taken.
+func (f *fixture) denyAtEdge(policy, group string, resources []string, expression string, probeGVR schema.GroupVersionResource,
+	probe *unstructured.Unstructured) (lift func()) {
+	f.t.Helper()
+	res := make([]interface{}, len(resources))
+	for i, r := range resources {
+		res[i] = r
+	}
+	f.create(f.down, gvrVAPs, obj("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "", policy, map[string]interface{}{"spec": map[string]interface{}{
+		"failurePolicy": "Fail",
+		"matchConstraints": map[string]interface{}{"resourceRules": []interface{}{map[string]interface{}{
+			"apiGroups": []interface{}{group}, "apiVersions": []interface{}{"v1"}, "operations": []interface{}{"CREATE", "UPDATE"},
+			"resources": res}}},
+		"validations": []interface{}{map[string]interface{}{"expression": expression, "message": "refused by the edge's policy"}},
+	}}))
+	f.create(f.down, gvrVAPBindings, obj("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", "", policy, map[string]interface{}{
+		"spec": map[string]interface{}{"policyName": policy, "validationActions": []interface{}{"Deny"}}}))
+	remove := func() {
+		f.delete(f.down, gvrVAPBindings, "", policy)
+		f.delete(f.down, gvrVAPs, "", policy)
+	}
+	f.t.Cleanup(remove)
+	refused := func(want bool) func() (bool, string) {
+		return func() (bool, string) {
+			_, err := f.down.dyn.Resource(probeGVR).Namespace(probe.GetNamespace()).Create(f.ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return (err != nil && strings.Contains(err.Error(), "refused by the edge's policy")) == want, fmt.Sprint(err)
+		}
+	}
+	eventually(f.t, 30*time.Second, "the edge's admission policy "+policy+" in force", refused(true))
+	return func() {
+		f.t.Helper()
+		remove()
+		eventually(f.t, 30*time.Second, "the edge's admission policy "+policy+" lifted", refused(false))
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubestellar/syncer/test/testenv"
@@ -139,38 +138,13 @@ func (f *fixture) rolledOutUpstream(namespace, name string, upGen, edgeGen int64
 }
 
 // denyDeploymentsAtEdge makes the edge refuse Deployments of namespace whose pod template carries
-// the annotation key=value (a ValidatingAdmissionPolicy and its binding, named after the test) and
-// waits until the refusal is in force. lift removes the policy and waits until it is lifted.
+// the annotation key=value (denyAtEdge, the policy named after the test); lift lifts it.
 func (f *fixture) denyDeploymentsAtEdge(namespace, key, value string) (lift func()) {
 	f.t.Helper()
 	expr := fmt.Sprintf("object.metadata.namespace != '%s' || !has(object.spec.template.metadata.annotations) || "+
 		"!('%s' in object.spec.template.metadata.annotations) || object.spec.template.metadata.annotations['%s'] != '%s'",
 		namespace, key, key, value)
-	f.create(f.down, gvrVAPs, obj("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "", f.name, map[string]interface{}{"spec": map[string]interface{}{
-		"failurePolicy": "Fail",
-		"matchConstraints": map[string]interface{}{"resourceRules": []interface{}{map[string]interface{}{
-			"apiGroups": []interface{}{"apps"}, "apiVersions": []interface{}{"v1"}, "operations": []interface{}{"CREATE", "UPDATE"},
-			"resources": []interface{}{"deployments"}}}},
-		"validations": []interface{}{map[string]interface{}{"expression": expr, "message": "refused by the edge's policy"}},
-	}}))
-	f.create(f.down, gvrVAPBindings, obj("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", "", f.name, map[string]interface{}{
-		"spec": map[string]interface{}{"policyName": f.name, "validationActions": []interface{}{"Deny"}}}))
-	f.t.Cleanup(func() {
-		f.delete(f.down, gvrVAPBindings, "", f.name)
-		f.delete(f.down, gvrVAPs, "", f.name)
-	})
 	probe := workload("Deployment", namespace, "probe", 1, "", testAppContainer(testenv.TestAppImage))
 	_ = unstructured.SetNestedField(probe.Object, value, "spec", "template", "metadata", "annotations", key)
-	refused := func(want bool) func() (bool, string) {
-		return func() (bool, string) {
-			_, err := f.down.dyn.Resource(gvrDeployments).Namespace(namespace).Create(f.ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-			return (err != nil && strings.Contains(err.Error(), "refused by the edge's policy")) == want, fmt.Sprint(err)
-		}
-	}
-	eventually(f.t, 30*time.Second, "the edge's admission policy in force", refused(true))
-	return func() {
-		f.delete(f.down, gvrVAPBindings, "", f.name)
-		f.delete(f.down, gvrVAPs, "", f.name)
-		eventually(f.t, 30*time.Second, "the edge's admission policy lifted", refused(false))
-	}
+	return f.denyAtEdge(f.name, "apps", []string{"deployments"}, expr, gvrDeployments, probe)
 }

@@ -88,13 +88,8 @@ func (d *syncerDeployment) pods() []corev1.Pod {
 	if err != nil {
 		d.f.t.Fatal(err)
 	}
-	list, err := d.f.down.kube.CoreV1().Pods(d.namespace).List(d.f.ctx, metav1.ListOptions{
-		LabelSelector: labels.SelectorFromSet(dep.Spec.Selector.MatchLabels).String()})
-	if err != nil {
-		d.f.t.Fatal(err)
-	}
 	var out []corev1.Pod
-	for _, p := range list.Items {
+	for _, p := range d.f.pods(d.namespace, labels.SelectorFromSet(dep.Spec.Selector.MatchLabels).String()) {
 		if p.DeletionTimestamp == nil {
 			out = append(out, p)
 		}
