@@ -334,6 +334,7 @@ func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics
 		AuditPeriod:            opts.AuditPeriod,
 		HeartbeatPeriod:        opts.HeartbeatPeriod,
 		ConflictRecheckPeriod:  opts.ConflictRecheckPeriod,
+		EdgeWarnings:           opts.EdgeWarnings,
 		ConfigSelector:         opts.SyncerConfigSelector,
 		Metrics:                m,
 		Reachability:           reach,

@@ -176,9 +176,13 @@ func DownstreamRules(mode string, configs []*edgev1.SyncerConfig) []rbacv1.Polic
 		s.add("*", "*", "*")
 		return s.rules()
 	}
-	// Always watched: CRDs (to notice APIs) and namespaces (objects wait for theirs).
+	// Always watched: CRDs (to notice APIs) and namespaces (objects wait for theirs); Events, Pods
+	// and ReplicaSets for the warnings told upstream (--edge-warnings).
 	s.add("apiextensions.k8s.io", "customresourcedefinitions", readVerbs...)
 	s.add("", "namespaces", readVerbs...)
+	s.add("", "events", readVerbs...)
+	s.add("", "pods", readVerbs...)
+	s.add("apps", "replicasets", readVerbs...)
 	sel := selected(configs)
 	for _, r := range sel.downDown {
 		s.add(r[0], r[1], writeVerbs...)

@@ -41,6 +41,8 @@ type Spec struct {
 	// (mapping.CreatedEntries; a slim cache keeps it for AppliedBy), for downsync to hand the entry's
 	// fields to its apply entry before its first apply.
 	Manager string
+	// Signals makes the cache keep what a Watch of kind Signals needs (slimSignal).
+	Signals bool
 }
 
 // Handlers builds the event handler for a resource's informer, and is told when its objects are listed.

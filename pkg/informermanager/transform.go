@@ -12,22 +12,26 @@ import (
 
 // transformFor is the transform of an informer as spec asks: managedFields dropped but for the
 // entry of a plain create by spec.Manager (mapping.CreatedEntries), or for a slim cache
-// (spec.AppliedBy) only what mapping.Slim keeps; then held as a framework.Compact, or, decoded (the
-// informers a Source runs), with field names shared (internKeys). Anything but an unstructured
-// object (a Compact, a tombstone) is kept as it is, and so is an object already slim.
+// (spec.AppliedBy) only what mapping.Slim keeps, or what a Signals informer needs (spec.Signals,
+// slimSignal); then held as a framework.Compact, or, decoded (the informers a Source runs), with
+// field names shared (internKeys). Anything but an unstructured object (a Compact, a tombstone) is
+// kept as it is, and so is an object already slim.
 func transformFor(spec Spec, compact bool) cache.TransformFunc {
 	return func(obj interface{}) (interface{}, error) {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {
 			return obj, nil
 		}
-		if spec.AppliedBy == "" {
+		switch _, done := u.Object[mapping.AppliedField]; {
+		case spec.Signals:
+			u = slimSignal(u)
+		case spec.AppliedBy == "":
 			if created := mapping.CreatedEntries(u, spec.Manager); created != nil {
 				_ = unstructured.SetNestedSlice(u.Object, created, "metadata", "managedFields")
 			} else {
 				u.SetManagedFields(nil)
 			}
-		} else if _, done := u.Object[mapping.AppliedField]; !done {
+		case !done:
 			u = mapping.Slim(u, spec.AppliedBy)
 		}
 		if compact {

@@ -20,6 +20,10 @@ const (
 	// appearing, changing and going: the cache keeps names, generations and status conditions (and
 	// an APIBinding's phase and bound resources), not schemas.
 	APIs
+	// Signals are edge objects watched for what they say of the workloads the syncer wrote (Warning
+	// Events, Pods, ReplicaSets): the cache keeps names, owners and what is told upstream (an
+	// Event's reason, message, involved object and times; a Pod's container states), compacted.
+	Signals
 )
 
 // Watched is an informer Watch runs.
@@ -48,6 +52,7 @@ func (m *Manager) Watch(gvr schema.GroupVersionResource, kind WatchKind, spec Sp
 	case m.source != nil && kind == APIs:
 		w.shared = m.source.APIs(gvr)
 	case m.source != nil:
+		spec.Signals = kind == Signals
 		w.shared = m.source.Objects(gvr, spec)
 	}
 	out := &Watched{}
@@ -55,8 +60,12 @@ func (m *Manager) Watch(gvr schema.GroupVersionResource, kind WatchKind, spec Sp
 		w.cache, out.denied = w.shared.Cache(), w.shared.Denied
 	} else {
 		transform := transformFor(spec, false)
-		if kind == APIs {
+		switch kind {
+		case APIs:
 			transform = slimAPIObject
+		case Signals:
+			spec.Signals = true
+			transform = transformFor(spec, true)
 		}
 		w.part = m.newPart(gvr, spec, "", nil, nil, transform)
 		w.part.informer.onSynced = nil
@@ -118,4 +127,30 @@ func slimAPIObject(obj interface{}) (interface{}, error) {
 		}
 	}
 	return slim, nil
+}
+
+// signalFields are the fields of a Signals object kept beside its name and owners: an Event's, and a
+// Pod's container states.
+var signalFields = [][]string{
+	{"type"}, {"reason"}, {"message"}, {"involvedObject"}, {"count"}, {"lastTimestamp"}, {"eventTime"},
+	{"series", "lastObservedTime"}, {"status", "containerStatuses"}, {"status", "initContainerStatuses"},
+}
+
+// slimSignal keeps of an edge Event, Pod or ReplicaSet its name, owners and signalFields; an object
+// it made is kept as it is.
+func slimSignal(u *unstructured.Unstructured) *unstructured.Unstructured {
+	slim := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind()}}
+	slim.SetName(u.GetName())
+	slim.SetNamespace(u.GetNamespace())
+	slim.SetUID(u.GetUID())
+	slim.SetResourceVersion(u.GetResourceVersion())
+	if owners, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "ownerReferences"); ok {
+		_ = unstructured.SetNestedField(slim.Object, runtime.DeepCopyJSONValue(owners), "metadata", "ownerReferences")
+	}
+	for _, path := range signalFields {
+		if v, ok, _ := unstructured.NestedFieldNoCopy(u.Object, path...); ok {
+			_ = unstructured.SetNestedField(slim.Object, runtime.DeepCopyJSONValue(v), path...)
+		}
+	}
+	return slim
 }

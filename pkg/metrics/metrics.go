@@ -68,6 +68,10 @@ type Metrics struct {
 	// (an edge copy whose upstream object is gone; an upstream copy whose edge object is gone), by
 	// direction and resource: each is processed again. It stays at 0 unless a deletion was missed.
 	Orphans *prometheus.CounterVec
+	// EdgeWarnings counts the warnings seen at the edge about the objects the syncer wrote (Warning
+	// Events, containers waiting or OOM-killed), by result: told (an Event on the upstream object) or
+	// repeated (told shortly before, so not told again).
+	EdgeWarnings *prometheus.CounterVec
 	// Workspaces counts the workspaces one syncer serves (--apiexport-endpoint-slice), by state
 	// (WorkspaceSyncing, WorkspaceDraining); no series for a single workspace.
 	Workspaces *prometheus.GaugeVec
@@ -110,6 +114,12 @@ var (
 	workqueueBuckets  = prometheus.ExponentialBuckets(10e-9, 10, 10)
 )
 
+// The results of EdgeWarnings.
+const (
+	WarningTold     = "told"
+	WarningRepeated = "repeated"
+)
+
 // The states of Workspaces.
 const (
 	WorkspaceSyncing  = "syncing"
@@ -129,6 +139,9 @@ func New(reg prometheus.Registerer) *Metrics {
 		Orphans: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "orphans_found_total",
 			Help: "Objects the audit found that the syncer should have deleted and had not, by direction and resource (each is processed again); 0 unless a deletion was missed."},
 			[]string{"direction", "resource"}),
+		EdgeWarnings: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "edge_warnings_total",
+			Help: "Warnings seen at the edge about the objects the syncer wrote, by result (told: an Event on the upstream object; repeated: told shortly before)."},
+			[]string{"result"}),
 		Workspaces: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "workspaces",
 			Help: "Workspaces served through an APIExport's virtual workspace, by state (syncing: bound; draining: no longer bound, its edge objects being deleted)."},
 			[]string{"state"}),
@@ -178,7 +191,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			m.APIRequests.WithLabelValues(side, verb, code)
 		}
 	}
-	reg.MustRegister(m.APIRequests, m.Writes, m.Orphans, m.Workspaces, m.InformersRunning, m.InformersSynced, m.SyncLatency, m.Leader,
+	reg.MustRegister(m.APIRequests, m.Writes, m.Orphans, m.EdgeWarnings, m.Workspaces, m.InformersRunning, m.InformersSynced, m.SyncLatency, m.Leader,
 		m.LastHeartbeat, m.ClientRequests, m.ClientRequestLatency, m.ClientRateLimiterLatency, m.objects,
 		q.depth, q.adds, q.latency, q.workDuration, q.unfinished, q.longest, q.retries,
 		buildInfo(version.Get()))

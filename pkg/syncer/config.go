@@ -51,6 +51,9 @@ type Config struct {
 	// ConfigSelector, if set, is a label selector: the engine reads only the SyncerConfigs and
 	// EdgeSyncConfigs it matches (and writes its heartbeat on those only).
 	ConfigSelector string
+	// EdgeWarnings tells warnings at the edge about the objects the syncer wrote as Events on their
+	// upstream objects (package warnings); it needs the Recorder.
+	EdgeWarnings bool
 	// ConflictRecheckPeriod is how often an object blocked by an unowned object is looked at again.
 	ConflictRecheckPeriod time.Duration
 

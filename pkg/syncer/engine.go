@@ -271,6 +271,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 	}
 	var work sync.WaitGroup // everything that reads the informers
 	defer work.Wait()
+	s.watchWarnings(ctx, &work)
 	s.resolveQueue.Add(resolveKey)
 	work.Go(func() { framework.RunLoop(ctx, s.resolveQueue, s.resolveOnce) })
 	if p := s.cfg.DiscoveryRefreshPeriod; p > 0 {

@@ -8,6 +8,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/selection"
 	"github.com/kubestellar/syncer/pkg/status"
 	"github.com/kubestellar/syncer/pkg/upsync"
+	"github.com/kubestellar/syncer/pkg/warnings"
 )
 
 // snapshot is what the engine currently knows: the merged selection and the resources it resolved
@@ -31,16 +32,23 @@ type snapshot struct {
 	// renamedDown finds a selected resource by its downstream GroupResource where a conversion makes
 	// it differ from the upstream one; renamedUp finds an upsynced resource by its upstream one.
 	renamedDown, renamedUp map[schema.GroupResource]schema.GroupResource
+	// byEdgeKind finds a selected resource served at the edge by the group and kind of its edge objects.
+	byEdgeKind map[schema.GroupKind]schema.GroupResource
 }
 
 // indexRenamed builds the snapshot's indexes of resources whose GroupResource differs between the
 // sides (conversions).
 func (s *snapshot) indexRenamed() {
 	s.renamedDown, s.renamedUp = map[schema.GroupResource]schema.GroupResource{}, map[schema.GroupResource]schema.GroupResource{}
+	s.byEdgeKind = map[schema.GroupKind]schema.GroupResource{}
 	for gr, r := range s.resources {
-		if d := r.Downstream.GVR.GroupResource(); r.ServedDownstream() && d != gr {
+		if !r.ServedDownstream() {
+			continue
+		}
+		if d := r.Downstream.GVR.GroupResource(); d != gr {
 			s.renamedDown[d] = gr
 		}
+		s.byEdgeKind[r.Downstream.GVK().GroupKind()] = gr
 	}
 	for gr, r := range s.upsync {
 		if u := r.Upstream.GVR.GroupResource(); u != gr {
@@ -90,6 +98,7 @@ type (
 	downsyncView struct{ current func() *snapshot }
 	statusView   struct{ current func() *snapshot }
 	upsyncView   struct{ current func() *snapshot }
+	warningsView struct{ current func() *snapshot }
 )
 
 func (v downsyncView) Resource(gr schema.GroupResource) (downsync.Resource, bool) {
@@ -131,6 +140,15 @@ func (v statusView) Resource(gr schema.GroupResource) (status.Resource, bool) {
 
 func (v statusView) ReturnsStatus(o selection.Object) bool {
 	return v.current().selection.ReturnsStatus(o)
+}
+
+func (v warningsView) ByKind(gk schema.GroupKind) (warnings.Resource, bool) {
+	st := v.current()
+	r, ok := st.resources[st.byEdgeKind[gk]]
+	if !ok {
+		return warnings.Resource{}, false
+	}
+	return warnings.Resource{Upstream: r.Upstream.GVR, Downstream: r.Downstream.GVR, Rename: r.Rename}, true
 }
 
 func (v upsyncView) Resource(gr schema.GroupResource) (upsync.Resource, bool) {

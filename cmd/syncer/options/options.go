@@ -62,6 +62,7 @@ type Options struct {
 	MaxNamespaceInformers    int
 	AuditPeriod              time.Duration
 	ConflictRecheckPeriod    time.Duration
+	EdgeWarnings             bool
 
 	// APIExportEndpointSlice, when set, serves every workspace bound to an APIExport through its
 	// virtual workspace (package mailboxes); --from-kubeconfig then points at the workspace that holds
@@ -122,6 +123,7 @@ func NewOptions() *Options {
 		MaxNamespaceInformers:    informermanager.DefaultMaxNamespaces,
 		AuditPeriod:              5 * time.Minute,
 		ConflictRecheckPeriod:    time.Minute,
+		EdgeWarnings:             true,
 
 		Logs: logsapi.NewLoggingConfiguration(),
 	}
@@ -146,6 +148,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.AdoptExisting, "adopt-existing", o.AdoptExisting, "Take over downstream objects that exist without the syncer's mark (default: leave them alone and report a conflict).")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz (live) and /readyz (synced and connected); \"0\" disables them.")
+	fs.BoolVar(&o.EdgeWarnings, "edge-warnings", o.EdgeWarnings, "Tell warnings at the edge about the objects the syncer wrote (Warning Events, and Pods' containers waiting to be pulled, crash-looping or OOM-killed, of the objects it wrote and of those they own) as Warning Events on their upstream objects, so that kubectl describe upstream shows why a workload does not run. Needs list and watch of events, pods and replicasets at the edge.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's /debug/pprof on the metrics address (heap?gc=1 collects first: what the benchmark reads).")
 	fs.Float64Var(&o.MemoryLimitRatio, "memory-limit-ratio", o.MemoryLimitRatio, "Share of the container's memory limit (its cgroup's) that the Go runtime keeps to, collecting garbage harder as it nears it instead of being killed; ignored when $GOMEMLIMIT is set or there is no limit; 0 disables it.")
 	fs.DurationVar(&o.HeartbeatPeriod, "heartbeat-period", o.HeartbeatPeriod, "How often the heartbeat and conditions are written on every SyncerConfig's status; 0 disables it.")
