@@ -122,6 +122,14 @@ func RefusedStatus(status interface{}, up *unstructured.Unstructured, generation
 	if gk.Group == "apps" && gk.Kind == "Deployment" {
 		cond = map[string]interface{}{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": why}
 	}
+	setCondition(m, up, cond, now)
+	return m
+}
+
+// setCondition puts cond in status m's conditions (replacing one of its type), with the transition
+// time of the same condition upstream (in up's status) while its status is the same (a Deployment's
+// update time while its message is), so that writing it again changes nothing; now stamps a new one.
+func setCondition(m map[string]interface{}, up *unstructured.Unstructured, cond map[string]interface{}, now time.Time) {
 	upStatus, _ := up.Object["status"].(map[string]interface{})
 	stamp := now.UTC().Format(time.RFC3339)
 	prev := conditionsByType(upStatus)[cond["type"]]
@@ -147,7 +155,6 @@ func RefusedStatus(status interface{}, up *unstructured.Unstructured, generation
 		conditions = append(conditions, cond)
 	}
 	m["conditions"] = conditions
-	return m
 }
 
 // RefusalPrefix starts the message of the condition RefusedStatus writes for a sync target.

@@ -101,7 +101,7 @@ func subsetRules(s *Selection, sources []source, has func(*edgev1.SyncerConfigSp
 
 func merge(sources []source) (*Selection, []problem.Problem) {
 	m := &merger{s: &Selection{rules: newRuleSet()}, seen: map[requestKey]int{}}
-	m.nsRule = m.s.rules.target(NamespacesResource, "", filter{})
+	m.nsRule = m.s.rules.target(NamespacesResource, "", filter{}, mapping.StatusProjection{All: true})
 	sorted := append([]source(nil), sources...)
 	sort.Slice(sorted, func(i, j int) bool {
 		a, b := sorted[i], sorted[j]
@@ -167,6 +167,7 @@ func (m *merger) request(r Request, o Origin) {
 type entry struct {
 	group, resource, kind, version string
 	labels, annotations            *metav1.LabelSelector
+	status                         *edgev1.StatusReturn
 }
 
 // rule checks an entry, requests its resource and returns the rule its objects go to; nil (with the
@@ -196,8 +197,35 @@ func (m *merger) rule(o Origin, e entry, namespaced bool) *rule {
 		m.invalid(o, err.Error()+"; the entry selects nothing")
 		return nil
 	}
+	status, why := projectionOf(e.status)
+	if why != "" {
+		m.invalid(o, why)
+		return nil
+	}
 	m.request(Request{Group: e.group, Resource: resource, Kind: kind, Version: e.version, Namespaced: namespaced}, o)
-	return m.s.rules.target(schema.GroupResource{Group: e.group, Resource: resource}, kind, f)
+	return m.s.rules.target(schema.GroupResource{Group: e.group, Resource: resource}, kind, f, status)
+}
+
+// projectionOf is what an entry's statusReturn returns, or why it is invalid.
+func projectionOf(r *edgev1.StatusReturn) (mapping.StatusProjection, string) {
+	switch {
+	case r == nil:
+		return mapping.StatusProjection{All: true}, ""
+	case r.MaxBytes < 0:
+		return mapping.StatusProjection{}, fmt.Sprintf("statusReturn.maxBytes %d is negative; the entry selects nothing", r.MaxBytes)
+	case !r.Returns():
+		return mapping.StatusProjection{}, ""
+	}
+	p := mapping.StatusProjection{All: len(r.Fields) == 0, MaxBytes: r.MaxBytes}
+	seen := sets.New[string]()
+	for _, f := range r.Fields {
+		if f == "" || slices.Contains(strings.Split(f, "."), "") {
+			return mapping.StatusProjection{}, fmt.Sprintf("statusReturn.fields: %q is not a field name or a dotted path of them; the entry selects nothing", f)
+		}
+		seen.Insert(f)
+	}
+	p.Fields = sets.List(seen)
+	return p, ""
 }
 
 // badVersion says why a requested version is not a version at all ("" when it is one, or empty): a
@@ -230,7 +258,7 @@ func (m *merger) namespace(ns string, o Origin) {
 func (m *merger) namespaceScope(src source, scope edgev1.NamespaceScopeDownsyncs) {
 	for i, res := range scope.Resources {
 		origin := src.origin(fmt.Sprintf("namespaceScope.resources[%d]", i))
-		r := m.rule(origin, entry{res.Group, res.Resource, res.Kind, res.APIVersion, res.LabelSelector, res.AnnotationSelector}, true)
+		r := m.rule(origin, entry{res.Group, res.Resource, res.Kind, res.APIVersion, res.LabelSelector, res.AnnotationSelector, res.StatusReturn}, true)
 		if r == nil {
 			continue
 		}
@@ -251,7 +279,7 @@ func (m *merger) namespaceScope(src source, scope edgev1.NamespaceScopeDownsyncs
 func (m *merger) namespacedObjects(src source, entries []edgev1.NamespaceScopeDownsyncObjects) {
 	for i, obj := range entries {
 		origin := src.origin(fmt.Sprintf("namespacedObjects[%d]", i))
-		r := m.rule(origin, entry{obj.Group, obj.Resource, obj.Kind, obj.APIVersion, obj.LabelSelector, obj.AnnotationSelector}, true)
+		r := m.rule(origin, entry{obj.Group, obj.Resource, obj.Kind, obj.APIVersion, obj.LabelSelector, obj.AnnotationSelector, obj.StatusReturn}, true)
 		if r == nil {
 			continue
 		}
@@ -277,7 +305,7 @@ func (m *merger) namespacedObjects(src source, entries []edgev1.NamespaceScopeDo
 func (m *merger) clusterScope(src source, entries []edgev1.ClusterScopeDownsyncResource) {
 	for i, cs := range entries {
 		origin := src.origin(fmt.Sprintf("clusterScope[%d]", i))
-		r := m.rule(origin, entry{cs.Group, cs.Resource, cs.Kind, cs.APIVersion, cs.LabelSelector, cs.AnnotationSelector}, false)
+		r := m.rule(origin, entry{cs.Group, cs.Resource, cs.Kind, cs.APIVersion, cs.LabelSelector, cs.AnnotationSelector, cs.StatusReturn}, false)
 		if r == nil {
 			continue
 		}

@@ -147,6 +147,7 @@ func (r Request) problems(kind problem.Kind, gr schema.GroupResource, reason str
 type rule struct {
 	kind          string // when set (an entry naming both resource and kind), only objects of this kind
 	filter        filter
+	status        mapping.StatusProjection    // what of its objects' status is returned
 	allNamespaces bool                        // namespaceScope namespaces "*"
 	namespaces    sets.Set[string]            // namespaceScope: every object in these namespaces
 	objects       map[string]sets.Set[string] // namespacedObjects: namespace (or "*") -> names (may hold "*")
@@ -154,8 +155,8 @@ type rule struct {
 	clusterNames  sets.Set[string]
 }
 
-func newRule(kind string, f filter) *rule {
-	return &rule{kind: kind, filter: f, namespaces: sets.New[string](), objects: map[string]sets.Set[string]{}, clusterNames: sets.New[string]()}
+func newRule(kind string, f filter, status mapping.StatusProjection) *rule {
+	return &rule{kind: kind, filter: f, status: status, namespaces: sets.New[string](), objects: map[string]sets.Set[string]{}, clusterNames: sets.New[string]()}
 }
 
 func (r *rule) empty() bool {
@@ -210,6 +211,18 @@ func newRuleSet() ruleSet {
 	return ruleSet{byResource: map[schema.GroupResource][]*rule{}, byKind: map[schema.GroupKind][]*rule{}}
 }
 
+// union is the union of fn over the rules that could concern the object and match it.
+func (rs ruleSet) union(o Object, fn func(*rule) mapping.StatusProjection) mapping.StatusProjection {
+	var out mapping.StatusProjection
+	rs.any(o, func(r *rule) bool {
+		if r.matches(o) {
+			out = out.Union(fn(r))
+		}
+		return false
+	})
+	return out
+}
+
 // any tells whether a rule that could concern the object satisfies the test: the rules of its
 // resource, of "*" in its group (never for Namespaces, which are selected only by name), and of its
 // kind.
@@ -236,28 +249,29 @@ func (rs ruleSet) any(o Object, test func(*rule) bool) bool {
 	return false
 }
 
-// target is the rule an entry adds to: the one with the same key, kind constraint and filter.
-func (rs ruleSet) target(gr schema.GroupResource, kind string, f filter) *rule {
+// target is the rule an entry adds to: the one with the same key, kind constraint, filter and
+// status projection.
+func (rs ruleSet) target(gr schema.GroupResource, kind string, f filter, status mapping.StatusProjection) *rule {
 	if gr.Resource == "" {
 		gk := schema.GroupKind{Group: gr.Group, Kind: kind}
-		r := findRule(rs.byKind[gk], "", f)
+		r := findRule(rs.byKind[gk], "", f, status)
 		if r == nil {
-			r = newRule("", f)
+			r = newRule("", f, status)
 			rs.byKind[gk] = append(rs.byKind[gk], r)
 		}
 		return r
 	}
-	r := findRule(rs.byResource[gr], kind, f)
+	r := findRule(rs.byResource[gr], kind, f, status)
 	if r == nil {
-		r = newRule(kind, f)
+		r = newRule(kind, f, status)
 		rs.byResource[gr] = append(rs.byResource[gr], r)
 	}
 	return r
 }
 
-func findRule(rules []*rule, kind string, f filter) *rule {
+func findRule(rules []*rule, kind string, f filter, status mapping.StatusProjection) *rule {
 	for _, r := range rules {
-		if r.kind == kind && r.filter.key == f.key {
+		if r.kind == kind && r.filter.key == f.key && r.status.Key() == status.Key() {
 			return r
 		}
 	}
@@ -318,8 +332,15 @@ func (s *Selection) NamesExplicitly(o Object) bool {
 }
 
 // ReturnsStatus tells whether the status of a downsynced object is to be written back upstream.
-func (s *Selection) ReturnsStatus(o Object) bool {
-	return s != nil && s.statusRules.any(o, func(r *rule) bool { return r.matches(o) })
+func (s *Selection) ReturnsStatus(o Object) bool { return s.StatusProjection(o).Returns() }
+
+// StatusProjection is what of a downsynced object's status is written back upstream: the union of
+// what the entries selecting it return, in the configs that return status.
+func (s *Selection) StatusProjection(o Object) mapping.StatusProjection {
+	if s == nil {
+		return mapping.StatusProjection{}
+	}
+	return s.statusRules.union(o, func(r *rule) mapping.StatusProjection { return r.status })
 }
 
 // PropagatesDeletion tells whether the edge copy of a downsynced object is deleted when the object
@@ -379,7 +400,7 @@ func (rs ruleSet) write(b *strings.Builder) {
 // String renders what the rule selects, canonically.
 func (r *rule) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%q|%q|%v|%v|%v|%v|", r.kind, r.filter.key, r.allNamespaces, sets.List(r.namespaces), r.clusterAll, sets.List(r.clusterNames))
+	fmt.Fprintf(&b, "%q|%q|%q|%v|%v|%v|%v|", r.kind, r.filter.key, r.status.Key(), r.allNamespaces, sets.List(r.namespaces), r.clusterAll, sets.List(r.clusterNames))
 	nss := make([]string, 0, len(r.objects))
 	for ns := range r.objects {
 		nss = append(nss, ns)

@@ -133,3 +133,43 @@ func TestPropagatesDeletion(t *testing.T) {
 		t.Error("switching deletion propagation off must change the selection")
 	}
 }
+
+func TestStatusProjection(t *testing.T) {
+	off := false
+	res := func(sr *edgev1.StatusReturn) edgev1.NamespaceScopeDownsyncResource {
+		return edgev1.NamespaceScopeDownsyncResource{GroupResource: gr("", "configmaps"), APIVersion: "v1", StatusReturn: sr}
+	}
+	sel, problems := Merge([]*edgev1.SyncerConfig{
+		// a: ready only, capped; b: ready and phase (from two configs); c: nothing; d: all and off
+		cfg("narrow", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"a", "b"},
+			Resources: []edgev1.NamespaceScopeDownsyncResource{res(&edgev1.StatusReturn{Fields: []string{"ready", "ready"}, MaxBytes: 100})}}}),
+		cfg("phase", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"b"},
+			Resources: []edgev1.NamespaceScopeDownsyncResource{res(&edgev1.StatusReturn{Fields: []string{"phase"}, MaxBytes: 200})}}}),
+		cfg("off", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"c", "d"},
+			Resources: []edgev1.NamespaceScopeDownsyncResource{res(&edgev1.StatusReturn{Enabled: &off})}}}),
+		cfg("all", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"d"},
+			Resources: []edgev1.NamespaceScopeDownsyncResource{res(nil)}}}),
+		cfg("bad", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"e"},
+			Resources: []edgev1.NamespaceScopeDownsyncResource{res(&edgev1.StatusReturn{Fields: []string{"a..b"}})}}}),
+	})
+	for ns, want := range map[string]string{
+		"a": "false|100|ready", "b": "false|200|phase,ready", "c": "false|0|", "d": "true|0|", "e": "false|0|",
+	} {
+		if got := sel.StatusProjection(obj(configMaps, ns, "x")).Key(); got != want {
+			t.Errorf("namespace %s: projection %s, want %s", ns, got, want)
+		}
+	}
+	if !sel.Matches(obj(configMaps, "c", "x")) || sel.ReturnsStatus(obj(configMaps, "c", "x")) {
+		t.Error("an entry with status return off: its objects must be downsynced, their status not returned")
+	}
+	if len(problems) != 1 || !strings.Contains(problems[0].String(), `"a..b" is not a field name`) {
+		t.Errorf("problems %v: want the bad field reported", problems)
+	}
+	same, _ := Merge([]*edgev1.SyncerConfig{cfg("narrow", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"a", "b"},
+		Resources: []edgev1.NamespaceScopeDownsyncResource{res(nil)}}})})
+	narrow, _ := Merge([]*edgev1.SyncerConfig{cfg("narrow", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"a", "b"},
+		Resources: []edgev1.NamespaceScopeDownsyncResource{res(&edgev1.StatusReturn{Fields: []string{"ready"}})}}})})
+	if same.Equal(narrow) {
+		t.Error("narrowing the status returned must change the selection")
+	}
+}

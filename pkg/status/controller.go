@@ -40,8 +40,9 @@ type Resource struct {
 type Selection interface {
 	// Resource tells how a resource maps, if it is downsynced and served on both sides.
 	Resource(gr schema.GroupResource) (Resource, bool)
-	// ReturnsStatus tells whether the upstream object's status is to be returned.
-	ReturnsStatus(o selection.Object) bool
+	// StatusProjection is what of the upstream object's status is to be returned (nothing, when it
+	// does not Return).
+	StatusProjection(o selection.Object) mapping.StatusProjection
 }
 
 // Refusals tells which upstream objects the edge refuses for good (downsync knows).
@@ -206,17 +207,25 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	if err != nil || !synced {
 		return 0, err
 	}
-	if up == nil || up.GetDeletionTimestamp() != nil || mapping.OwnedUpstream(up) ||
-		!c.cfg.Selection.ReturnsStatus(selection.ObjectOf(gr, up)) {
+	if up == nil || up.GetDeletionTimestamp() != nil || mapping.OwnedUpstream(up) {
 		return 0, nil
 	}
-	// The edge's status, its generations in upstream terms; as it is where the upstream has no status
-	// subresource (there every write, this one's too, makes a new generation: they cannot be told).
+	projection := c.cfg.Selection.StatusProjection(selection.ObjectOf(gr, up))
+	if !projection.Returns() {
+		return 0, nil
+	}
+	// The edge's status as the selection projects it, its generations in upstream terms; as it is
+	// where the upstream has no status subresource (there every write, this one's too, makes a new
+	// generation: they cannot be told), and never an empty one there (the whole object is written).
 	var status interface{}
 	if !r.UpstreamHasStatus {
-		status = runtime.DeepCopyJSONValue(down.Object["status"])
+		status = mapping.Project(runtime.DeepCopyJSONValue(down.Object["status"]), projection, up, c.cfg.SyncTargetName, time.Now())
+		if m, ok := status.(map[string]interface{}); status == nil || (ok && len(m) == 0) {
+			logger.V(logging.Skip).Info("No status to return")
+			return 0, nil
+		}
 	} else {
-		if status = c.returned(down, up, key); status == nil {
+		if status = c.returned(down, up, key, projection); status == nil {
 			// No status at the edge (down may be nil) and no refusal now: only a refusal said earlier
 			// is taken back.
 			cleared, ok := mapping.WithoutRefusal(up, c.cfg.SyncTargetName)
@@ -254,14 +263,14 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 }
 
 // returned is the status to return for an upstream object whose resource has a status subresource:
-// the edge's in upstream terms, and, when the edge refuses the upstream's generation for good, saying
-// so. down is nil when there is no edge copy (its create refused, say). nil: the edge has no status
-// and refuses nothing.
-func (c *Controller) returned(down, up *unstructured.Unstructured, key framework.Key) interface{} {
+// the edge's in upstream terms as projection projects it, and, when the edge refuses the upstream's
+// generation for good, saying so. down is nil when there is no edge copy (its create refused, say).
+// nil: the edge has no status and refuses nothing.
+func (c *Controller) returned(down, up *unstructured.Unstructured, key framework.Key, projection mapping.StatusProjection) interface{} {
 	var status interface{}
 	applied, known := int64(0), false
 	if down != nil {
-		status = mapping.ReturnedStatus(down, up)
+		status = mapping.Project(mapping.ReturnedStatus(down, up), projection, up, c.cfg.SyncTargetName, time.Now())
 		applied, known = mapping.AppliedGeneration(down)
 	}
 	if c.cfg.Refusals == nil {

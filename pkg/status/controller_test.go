@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,12 +23,16 @@ var widgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", R
 
 type view struct {
 	hasStatus, returns bool
+	// fields, when set, are the only status fields returned.
+	fields []string
 }
 
 func (v view) Resource(gr schema.GroupResource) (Resource, bool) {
 	return Resource{Upstream: widgets, Downstream: widgets, UpstreamHasStatus: v.hasStatus}, gr == widgets.GroupResource()
 }
-func (v view) ReturnsStatus(selection.Object) bool { return v.returns }
+func (v view) StatusProjection(selection.Object) mapping.StatusProjection {
+	return mapping.StatusProjection{All: v.returns && v.fields == nil, Fields: v.fields}
+}
 
 func widget(status map[string]interface{}, downsynced bool) *unstructured.Unstructured {
 	o := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "example.com/v1", "kind": "Widget",
@@ -75,6 +80,7 @@ func TestProcess(t *testing.T) {
 		name               string
 		down, up           *unstructured.Unstructured
 		hasStatus, returns bool
+		fields             []string
 		refused            refusals
 		want               string
 		// generation is the status.observedGeneration written (0: none).
@@ -99,6 +105,14 @@ func TestProcess(t *testing.T) {
 			refused: refusals{4: "denied"}, hasStatus: true, returns: true, want: "update/status", generation: 4},
 		{name: "a copy without status: another's status upstream left alone", down: generation(widget(nil, true), 1, "3"), up: generation(widget(observed(3), false), 3, ""),
 			refused: refusals{}, hasStatus: true, returns: true, want: ""},
+		{name: "projected: the fields listed", down: generation(widget(observed(1), true), 1, "3"), up: generation(widget(ready, false), 3, ""),
+			hasStatus: true, fields: []string{"observedGeneration"}, want: "update/status", generation: 3},
+		{name: "projected: equal in what is returned", down: widget(map[string]interface{}{"phase": "Ready", "other": "x"}, true), up: widget(ready, false),
+			hasStatus: true, fields: []string{"phase"}, want: ""},
+		{name: "no subresource: an empty status is not returned", down: widget(map[string]interface{}{}, true), up: widget(nil, false),
+			returns: true, want: ""},
+		{name: "no subresource: nothing of what is listed", down: widget(ready, true), up: widget(nil, false),
+			fields: []string{"replicas"}, want: ""},
 		{name: "equal in upstream terms: nothing written", down: generation(widget(observed(2), true), 2, "4"), up: generation(widget(observed(4), false), 4, ""),
 			hasStatus: true, returns: true, want: ""},
 	} {
@@ -112,7 +126,7 @@ func TestProcess(t *testing.T) {
 			client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 				map[schema.GroupVersionResource]string{widgets: "WidgetList"}, upObjs...)
 			c, err := NewController(Config{
-				Upstream: client, Metrics: metrics.New(prometheus.NewRegistry()), Selection: view{tc.hasStatus, tc.returns}, Refusals: tc.refused, SyncTargetName: "edge-1",
+				Upstream: client, Metrics: metrics.New(prometheus.NewRegistry()), Selection: view{tc.hasStatus, tc.returns, tc.fields}, Refusals: tc.refused, SyncTargetName: "edge-1",
 				UpstreamInformers: fakeinformers.Informers{widgets: fakeinformers.With(upStore...)}, DownstreamInformers: fakeinformers.Informers{widgets: fakeinformers.With(tc.down)},
 			})
 			if err != nil {
@@ -143,8 +157,8 @@ func TestProcess(t *testing.T) {
 				o := client.Actions()[0].(interface{ GetObject() runtime.Object }).GetObject().(*unstructured.Unstructured)
 				g, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
 				wantPhase := "Ready" // the edge's
-				if !carriesStatus(tc.down) {
-					wantPhase = ""
+				if !carriesStatus(tc.down) || (tc.fields != nil && !slices.Contains(tc.fields, "phase")) {
+					wantPhase = "" // none, or not returned
 				}
 				if p, _, _ := unstructured.NestedString(o.Object, "status", "phase"); p != wantPhase || g != tc.generation {
 					t.Errorf("written status %v, want phase %q and observedGeneration %d", o.Object["status"], wantPhase, tc.generation)
@@ -214,7 +228,7 @@ func processOnce(t *testing.T, up, down *unstructured.Unstructured, r refusals) 
 		edge = fakeinformers.With(down)
 	}
 	c, err := NewController(Config{
-		Upstream: client, Metrics: metrics.New(prometheus.NewRegistry()), Selection: view{true, true},
+		Upstream: client, Metrics: metrics.New(prometheus.NewRegistry()), Selection: view{hasStatus: true, returns: true},
 		Refusals: r, SyncTargetName: "edge-1",
 		UpstreamInformers: fakeinformers.Informers{widgets: fakeinformers.With(up)}, DownstreamInformers: fakeinformers.Informers{widgets: edge},
 	})

@@ -4,6 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubestellar/syncer/pkg/downsync"
+	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/problem"
 	"github.com/kubestellar/syncer/pkg/selection"
 	"github.com/kubestellar/syncer/pkg/status"
@@ -138,8 +139,8 @@ func (v statusView) Resource(gr schema.GroupResource) (status.Resource, bool) {
 	return status.Resource{Upstream: r.Upstream.GVR, Downstream: r.Downstream.GVR, UpstreamHasStatus: r.Upstream.HasStatus, Rename: r.Rename}, true
 }
 
-func (v statusView) ReturnsStatus(o selection.Object) bool {
-	return v.current().selection.ReturnsStatus(o)
+func (v statusView) StatusProjection(o selection.Object) mapping.StatusProjection {
+	return v.current().selection.StatusProjection(o)
 }
 
 func (v warningsView) ByKind(gk schema.GroupKind) (warnings.Resource, bool) {

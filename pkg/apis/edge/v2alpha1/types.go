@@ -106,6 +106,25 @@ func (s *SyncerConfigSpec) PropagatesDeletion() bool {
 	return s.PropagateDeletion == nil || *s.PropagateDeletion
 }
 
+// StatusReturn narrows what of the status of one entry's objects is returned upstream. An object
+// selected by several entries gets the union: every field when one of them returns every field, the
+// largest cap, nothing only when none returns anything.
+type StatusReturn struct {
+	// Whether the status of these objects is returned. Omitted means true.
+	Enabled *bool `json:"enabled,omitempty"`
+	// The fields of .status returned, each a field name or a dotted path (readyReplicas,
+	// conditions, loadBalancer.ingress); the rest of the edge's status is not written upstream.
+	// Omitted or empty: every field.
+	Fields []string `json:"fields,omitempty"`
+	// The largest status returned, in bytes of JSON: past it, the largest top-level fields are left
+	// out until it fits, and the condition EdgeStatusCut (True, reason TooLarge) names them.
+	// Omitted or 0: no cap but the apiserver's.
+	MaxBytes int64 `json:"maxBytes,omitempty"`
+}
+
+// Returns is the Enabled field with its default applied.
+func (r *StatusReturn) Returns() bool { return r == nil || r.Enabled == nil || *r.Enabled }
+
 // NamespaceScopeDownsyncs selects whole namespaces' worth of some resources.
 type NamespaceScopeDownsyncs struct {
 	// Namespaces whose objects of the listed resources are downsynced; their Namespace objects are
@@ -135,6 +154,9 @@ type NamespaceScopeDownsyncResource struct {
 	// Selects only the objects whose annotations match, written as a label selector over the
 	// annotations. Omitted selects every object the entry names.
 	AnnotationSelector *metav1.LabelSelector `json:"annotationSelector,omitempty"`
+	// What of the selected objects' status is returned upstream, when the config returns status.
+	// Omitted: all of it.
+	StatusReturn *StatusReturn `json:"statusReturn,omitempty"`
 }
 
 // NamespaceScopeDownsyncObjects selects objects of one namespaced resource by namespace and name.
@@ -155,6 +177,9 @@ type NamespaceScopeDownsyncObjects struct {
 	// Selects only the objects whose annotations match, written as a label selector over the
 	// annotations. Omitted selects every object the entry names.
 	AnnotationSelector *metav1.LabelSelector `json:"annotationSelector,omitempty"`
+	// What of the selected objects' status is returned upstream, when the config returns status.
+	// Omitted: all of it.
+	StatusReturn *StatusReturn `json:"statusReturn,omitempty"`
 	// The objects selected, namespace by namespace. Omitted or empty selects none.
 	ObjectsByNamespace []NamespaceAndNames `json:"objectsByNamespace,omitempty"`
 }
@@ -193,6 +218,9 @@ type ClusterScopeDownsyncResource struct {
 	// Selects only the objects whose annotations match, written as a label selector over the
 	// annotations. Omitted selects every object the entry names.
 	AnnotationSelector *metav1.LabelSelector `json:"annotationSelector,omitempty"`
+	// What of the selected objects' status is returned upstream, when the config returns status.
+	// Omitted: all of it.
+	StatusReturn *StatusReturn `json:"statusReturn,omitempty"`
 }
 
 // UpsyncSet selects edge objects to upsync. An empty list means nothing; "*" means all.
