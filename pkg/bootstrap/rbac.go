@@ -151,8 +151,9 @@ func UpstreamRules(mode string, configs []*edgev1.SyncerConfig) []rbacv1.PolicyR
 	}
 	sel := selected(configs)
 	for _, r := range sel.downUp {
-		// read; status return writes status (or the object, when there is no status subresource)
-		s.add(r[0], r[1], "get", "list", "watch", "update")
+		// read; status return writes status (or the object, when there is no status subresource) and
+		// patches the annotation naming the sync target as running the object
+		s.add(r[0], r[1], "get", "list", "watch", "update", "patch")
 		s.add(r[0], r[1]+"/status", "get", "update", "patch")
 	}
 	if len(sel.downUp) > 0 {

@@ -44,7 +44,7 @@ const upsyncAnnotationPrefix = "edge.kubestellar.io/upsync"
 // syncer writes afresh (or not at all) on the object it maps to, and so is not copied.
 func sourceAnnotation(key string) bool {
 	if key == "kubectl.kubernetes.io/last-applied-configuration" || key == HashAnnotation || key == ClusterAnnotation || key == UpstreamNamespaceAnnotation || key == RenaturedFromAnnotation ||
-		key == UpstreamGenerationAnnotation || strings.HasPrefix(key, upsyncAnnotationPrefix) {
+		key == UpstreamGenerationAnnotation || strings.HasPrefix(key, upsyncAnnotationPrefix) || targetSignal(key) {
 		return true
 	}
 	// kcp's bookkeeping: kcp.io/cluster, kcp.io/path, internal.workload.kcp.io/..., etc.

@@ -21,7 +21,8 @@ const upstreamService = `{"apiVersion":"v1","kind":"Service","metadata":{"name":
  "resourceVersion":"42","generation":3,"creationTimestamp":"2024-01-01T00:00:00Z","managedFields":[{"manager":"kubectl"}],
  "ownerReferences":[{"apiVersion":"v1","kind":"X","name":"o","uid":"u0"}],"finalizers":["f"],
  "labels":{"app":"web"},"annotations":{"kcp.io/cluster":"root:mb","internal.workload.kcp.io/x":"y",
- "kubectl.kubernetes.io/last-applied-configuration":"{}","note":"kept"}},
+ "kubectl.kubernetes.io/last-applied-configuration":"{}","note":"kept","executing.edge.kubestellar.io/edge2":"t",
+ "note.kubestellar.io/x":"kept too"}},
  "spec":{"clusterIP":"10.0.0.5","clusterIPs":["10.0.0.5"],"type":"NodePort","ports":[{"port":80,"nodePort":30080}],"healthCheckNodePort":31000},
  "status":{"loadBalancer":{}}}`
 
@@ -55,10 +56,10 @@ func TestToDownstreamStripsSourceFields(t *testing.T) {
 		t.Error("nodePort copied")
 	}
 	ann := down.GetAnnotations()
-	if ann["note"] != "kept" || ann[DownsyncedAnnotation] != "Service/app/web" || ann[HashAnnotation] == "" {
+	if ann["note"] != "kept" || ann["note.kubestellar.io/x"] != "kept too" || ann[DownsyncedAnnotation] != "Service/app/web" || ann[HashAnnotation] == "" {
 		t.Errorf("annotations = %v", ann)
 	}
-	for _, k := range []string{"kcp.io/cluster", "internal.workload.kcp.io/x", "kubectl.kubernetes.io/last-applied-configuration"} {
+	for _, k := range []string{"kcp.io/cluster", "internal.workload.kcp.io/x", "kubectl.kubernetes.io/last-applied-configuration", "executing.edge.kubestellar.io/edge2"} {
 		if _, ok := ann[k]; ok {
 			t.Errorf("annotation %s copied", k)
 		}

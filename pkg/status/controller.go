@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -79,6 +81,12 @@ type Controller struct {
 	cfg    Config
 	queue  *framework.Queue
 	writes *framework.Writes
+	// executing is the key of the annotation naming this sync target as running an upstream object
+	// (mapping.ExecutingAnnotation); "" when its name cannot be one.
+	executing string
+	// releasing are the keys of edge copies deleted after their resource left the selection: their
+	// upstream objects may still name this target as running them (edgeCopyGone).
+	releasing sync.Map // framework.Key -> struct{}
 }
 
 // NewController wires the controller; it does no API I/O.
@@ -86,7 +94,8 @@ func NewController(cfg Config) (*Controller, error) {
 	if cfg.Upstream == nil || cfg.UpstreamInformers == nil || cfg.DownstreamInformers == nil || cfg.Selection == nil || cfg.Metrics == nil {
 		return nil, errors.New("status: every Config field is required")
 	}
-	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Status, framework.DefaultFieldManager, cfg.Metrics, cfg.Recorder)}
+	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Status, framework.DefaultFieldManager, cfg.Metrics, cfg.Recorder),
+		executing: mapping.ExecutingAnnotation(cfg.SyncTargetName)}
 	c.queue = framework.NewQueue(metrics.Status, cfg.Metrics.WorkqueueProvider(), c.process)
 	return c, nil
 }
@@ -104,14 +113,20 @@ func (c *Controller) Relevant(key framework.Key) bool {
 // Recheck looks at a key's status again (the edge took, or refused, its object).
 func (c *Controller) Recheck(key framework.Key) { c.queue.Add(key) }
 
-// Prune forgets the failures of keys that are no longer Relevant.
-func (c *Controller) Prune() { c.queue.Prune(c.Relevant) }
+// Prune forgets the failures and conflicts of keys that are no longer Relevant.
+func (c *Controller) Prune() {
+	c.queue.Prune(c.Relevant)
+	c.writes.Conflicts().Prune(c.Relevant)
+}
+
+// Writes is the controller's write path (for its conflicts: objects other sync targets run too).
+func (c *Controller) Writes() *framework.Writes { return c.writes }
 
 // Run starts the workers and blocks until ctx is done and they have exited.
 func (c *Controller) Run(ctx context.Context, workers int) { c.queue.Run(ctx, workers) }
 
 // Handler returns the event handler of an informer of one side. Downstream, it reacts to owned
-// objects appearing or changing status; upstream, to objects appearing or their status changing (so
+// objects appearing, changing status or going; upstream, to objects appearing or their status changing (so
 // a status overwritten upstream is put back). Changes of labels or annotations count too: the
 // selectors of the configs that return status look at them. Nothing else concerns status return.
 func (c *Controller) Handler(downstream bool, gvr schema.GroupVersionResource) cache.ResourceEventHandler {
@@ -153,6 +168,11 @@ func (c *Controller) Handler(downstream bool, gvr schema.GroupVersionResource) c
 			}
 			enqueue(n)
 		},
+		DeleteFunc: func(obj interface{}) {
+			if downstream { // the edge copy went: this target no longer runs the object
+				c.edgeCopyGone(gvr, framework.MetaOf(obj), enqueue)
+			}
+		},
 	}
 }
 
@@ -181,12 +201,15 @@ func (c *Controller) EnqueueResource(gr schema.GroupResource, namespace string) 
 	}
 }
 
-// process writes the downstream object's status upstream when it differs.
+// process writes the downstream object's status upstream when it differs, once the object names
+// this sync target as running it and no other (register).
 func (c *Controller) process(ctx context.Context, key framework.Key) (time.Duration, error) {
-	logger := klog.FromContext(ctx)
 	gr := key.GVR.GroupResource()
 	r, ok := c.cfg.Selection.Resource(gr)
-	if !ok || notReturned[gr] {
+	if !ok {
+		return 0, c.release(ctx, key)
+	}
+	if notReturned[gr] {
 		return 0, nil
 	}
 	// Not synced: the informers' sync enqueues everything again.
@@ -195,10 +218,11 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 		return 0, err
 	}
 	// Where the edge's refusals are said upstream, an edge copy without a status (or none, its create
-	// refused) may still have something to say, or a refusal to take back.
+	// refused) may still have something to say, or a refusal to take back. Without an edge copy, this
+	// target may still be named as running the object.
 	refusals := r.UpstreamHasStatus && c.cfg.Refusals != nil
 	switch {
-	case down == nil && !refusals, down != nil && !mapping.OwnedDownstream(down):
+	case down != nil && !mapping.OwnedDownstream(down):
 		return 0, nil
 	case down != nil && !carriesStatus(down) && !refusals:
 		return 0, nil // no status to return: the upstream object is not read
@@ -211,9 +235,26 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 		return 0, nil
 	}
 	projection := c.cfg.Selection.StatusProjection(selection.ObjectOf(gr, up))
-	if !projection.Returns() {
+	if wrote, err := c.register(ctx, key, r, up, down != nil && projection.Returns()); wrote || err != nil {
+		return 0, err // the write's event brings the key back
+	}
+	if !projection.Returns() || (down == nil && !refusals) {
 		return 0, nil
 	}
+	if others := c.others(up); len(others) > 0 {
+		c.writes.Conflict(ctx, key, up, "Other sync targets run this object too; its status is not returned", "StatusShared",
+			fmt.Sprintf("sync targets %s run this object besides %s: its status is returned only while one does; say which returns it (statusReturn.enabled false in the others' SyncerConfigs)",
+				strings.Join(others, ", "), c.cfg.SyncTargetName))
+		return 0, nil
+	}
+	c.writes.ClearConflict(key)
+	return c.write(ctx, key, r, down, up, projection)
+}
+
+// write writes the status of down, as projection projects it, on up, when it differs.
+func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, down, up *unstructured.Unstructured,
+	projection mapping.StatusProjection) (time.Duration, error) {
+	logger := klog.FromContext(ctx)
 	// The edge's status as the selection projects it, its generations in upstream terms; as it is
 	// where the upstream has no status subresource (there every write, this one's too, makes a new
 	// generation: they cannot be told), and never an empty one there (the whole object is written).
@@ -242,11 +283,13 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	updated := up.DeepCopy() // never mutate the cache's object
 	updated.Object["status"] = status
 	client := c.cfg.Upstream.Resource(r.Upstream).Namespace(key.Namespace)
+	var err error
 	if r.UpstreamHasStatus {
 		_, err = client.UpdateStatus(ctx, updated, metav1.UpdateOptions{})
 	} else {
 		_, err = client.Update(ctx, updated, metav1.UpdateOptions{})
 	}
+	gr := key.GVR.GroupResource()
 	switch {
 	case apierrors.IsNotFound(err):
 		return 0, nil // gone upstream; downsync deletes the edge copy

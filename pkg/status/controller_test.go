@@ -45,7 +45,19 @@ func widget(status map[string]interface{}, downsynced bool) *unstructured.Unstru
 	}
 	if downsynced {
 		o.SetAnnotations(map[string]string{mapping.DownsyncedAnnotation: "Widget/ns/w"})
+	} else {
+		o.SetAnnotations(map[string]string{mapping.ExecutingPrefix + "edge-1": "2026-11-27T12:00:00Z"}) // edge-1 runs it
 	}
+	return o
+}
+
+// runBy makes an upstream widget name the given sync targets as running it, and no other.
+func runBy(o *unstructured.Unstructured, targets ...string) *unstructured.Unstructured {
+	a := map[string]string{}
+	for _, t := range targets {
+		a[mapping.ExecutingPrefix+t] = "2026-11-27T12:00:00Z"
+	}
+	o.SetAnnotations(a)
 	return o
 }
 
@@ -89,7 +101,12 @@ func TestProcess(t *testing.T) {
 		{name: "subresource: status written through it", down: widget(ready, true), up: widget(nil, false), hasStatus: true, returns: true, want: "update/status"},
 		{name: "no subresource: plain update", down: widget(ready, true), up: widget(nil, false), returns: true, want: "update/"},
 		{name: "equal: nothing written", down: widget(ready, true), up: widget(ready, false), hasStatus: true, returns: true, want: ""},
-		{name: "switched off", down: widget(ready, true), up: widget(nil, false), hasStatus: true, want: ""},
+		{name: "switched off: no longer named as running it", down: widget(ready, true), up: widget(nil, false), hasStatus: true, want: "patch/"},
+		{name: "switched off, not named: nothing", down: widget(ready, true), up: runBy(widget(nil, false)), hasStatus: true, want: ""},
+		{name: "not named yet: named first", down: widget(ready, true), up: runBy(widget(nil, false)), hasStatus: true, returns: true, want: "patch/"},
+		{name: "another target runs it too: not returned", down: widget(ready, true), up: runBy(widget(nil, false), "edge-1", "edge-2"),
+			hasStatus: true, returns: true, want: ""},
+		{name: "edge copy gone: no longer named", up: widget(nil, false), hasStatus: true, returns: true, want: "patch/"},
 		{name: "edge object not downsynced", down: widget(ready, false), up: widget(nil, false), hasStatus: true, returns: true, want: ""},
 		{name: "no status at the edge", down: widget(nil, true), up: widget(ready, false), hasStatus: true, returns: true, want: ""},
 		{name: "gone upstream", down: widget(ready, true), hasStatus: true, returns: true, want: ""},
@@ -153,7 +170,7 @@ func TestProcess(t *testing.T) {
 					t.Error("the cached upstream object was mutated")
 				}
 			}
-			if tc.want != "" {
+			if tc.want != "" && tc.want != "patch/" {
 				o := client.Actions()[0].(interface{ GetObject() runtime.Object }).GetObject().(*unstructured.Unstructured)
 				g, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
 				wantPhase := "Ready" // the edge's
@@ -182,9 +199,9 @@ func TestProcess(t *testing.T) {
 }
 
 // TestProcessRefusedCreate: an object the edge refuses to create has no edge copy, and its upstream
-// status says why.
+// status says why (no target is named as running it: none does).
 func TestProcessRefusedCreate(t *testing.T) {
-	o := processOnce(t, generation(widget(nil, false), 1, ""), nil, refusals{1: "denied"})
+	o := processOnce(t, generation(runBy(widget(nil, false)), 1, ""), nil, refusals{1: "denied"})
 	_, reason, msg := conditionOf(o, "Stalled")
 	if g, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration"); g != 1 || reason != "EdgeRefused" || !strings.Contains(msg, "(it has no copy)") {
 		t.Errorf("written status %v", o.Object["status"])
@@ -242,4 +259,43 @@ func processOnce(t *testing.T, up, down *unstructured.Unstructured, r refusals) 
 		t.Fatalf("writes %v, want one status update", client.Actions())
 	}
 	return client.Actions()[0].(interface{ GetObject() runtime.Object }).GetObject().(*unstructured.Unstructured)
+}
+
+// TestReleaseWhenTheResourceLeavesTheSelection: an edge copy deleted after its resource left the
+// selection (a leftover) releases its upstream object: one merge patch removing the annotation that
+// names this target as running it.
+func TestReleaseWhenTheResourceLeavesTheSelection(t *testing.T) {
+	gadgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gadgets"}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gadgets: "GadgetList", widgets: "WidgetList"})
+	c, err := NewController(Config{
+		Upstream: client, Metrics: metrics.New(prometheus.NewRegistry()), Selection: view{hasStatus: true, returns: true}, SyncTargetName: "edge-1",
+		UpstreamInformers: fakeinformers.Informers{}, DownstreamInformers: fakeinformers.Informers{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := widget(nil, true)
+	gone.SetAPIVersion("example.com/v1")
+	gone.SetKind("Gadget")
+	gone.SetAnnotations(map[string]string{mapping.DownsyncedAnnotation: mapping.MarkOf(gone)})
+	c.Handler(true, gadgets).OnDelete(gone)
+	key := framework.Key{GVR: gadgets, Namespace: "ns", Name: "w"}
+	if _, err := c.process(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	actions := client.Actions()
+	if len(actions) != 1 || actions[0].GetVerb() != "patch" || actions[0].GetResource() != gadgets {
+		t.Fatalf("writes %v; want one patch of the gadget upstream", actions)
+	}
+	if patch := string(actions[0].(interface{ GetPatch() []byte }).GetPatch()); patch != `{"metadata":{"annotations":{"executing.edge.kubestellar.io/edge-1":null}}}` {
+		t.Errorf("patch %s", patch)
+	}
+	if _, err := c.process(context.Background(), key); err != nil || len(client.Actions()) != 1 {
+		t.Errorf("processed again: %v, writes %v; want nothing more", err, client.Actions())
+	}
+	// An edge object of a selected resource is processed as any change, not released.
+	c.Handler(true, widgets).OnDelete(widget(nil, true))
+	if _, err := c.process(context.Background(), framework.Key{GVR: widgets, Namespace: "ns", Name: "w"}); err != nil || len(client.Actions()) != 1 {
+		t.Errorf("a selected resource's edge copy gone (not in the upstream cache): %v, writes %v", err, client.Actions())
+	}
 }

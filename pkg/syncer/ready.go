@@ -114,7 +114,7 @@ func (src sources) ObjectProblems(limit int) (failing, conflicts int, examples [
 	}
 	for _, w := range []interface {
 		Problems(int) (int, []problem.Problem)
-	}{src.s.downsync.Writes().Conflicts(), src.s.upsync.Writes().Conflicts()} {
+	}{src.s.downsync.Writes().Conflicts(), src.s.status.Writes().Conflicts(), src.s.upsync.Writes().Conflicts()} {
 		n, ex := w.Problems(limit)
 		conflicts += n
 		examples = append(examples, ex...)

@@ -80,6 +80,8 @@ func (e *Env) restart(ctx context.Context, name string, down time.Duration) erro
 
 // forget drops a process that was killed from the environment's list.
 func (e *Env) forget(p *proc) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	kept := e.procs[:0]
 	for _, q := range e.procs {
 		if q != p {

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -101,7 +102,9 @@ type Env struct {
 	// EtcdURL is the etcd client URL both kube-apiservers use.
 	EtcdURL string
 	opts    Options
-	procs   []*proc
+
+	mu    sync.Mutex // guards procs: a test may start one (StartEdge) while others run
+	procs []*proc
 }
 
 type proc struct {
@@ -199,14 +202,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	for i, name := range []string{"upstream", "downstream"} {
 		s := &Server{Name: name, URL: fmt.Sprintf("https://%s:%d", env.Address, ports[2+i]), Kubeconfig: filepath.Join(dir, name+".kubeconfig"),
 			BearerToken: AdminToken, pki: p}
-		args := []string{"--etcd-servers=" + etcdURL, "--etcd-prefix=/" + name,
-			"--bind-address=" + env.Address, "--advertise-address=" + env.Address, "--secure-port=" + strconv.Itoa(ports[2+i]),
-			"--cert-dir=" + filepath.Join(dir, name, "certs"),
-			"--tls-cert-file=" + p.servingCert, "--tls-private-key-file=" + p.servingKey,
-			"--client-ca-file=" + p.caCert, "--token-auth-file=" + p.tokensFile,
-			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-			"--service-account-key-file=" + p.saPub, "--service-account-signing-key-file=" + p.saKey,
-			"--service-cluster-ip-range=" + serviceCIDR, "--profiling=false"}
+		args := env.apiserverArgs(name, ports[2+i], p)
 		if name == "downstream" && opts.Node {
 			// The node's apiserver: the kubernetes Service's endpoint is the bed's address (the lease
 			// reconciler keeps it), kubelets are authorized as nodes, and the apiserver reaches the
@@ -288,6 +284,19 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	return env, nil
 }
 
+// apiserverArgs are the flags of a kube-apiserver of the environment: its etcd prefix, address, port,
+// PKI and service account keys (the caller adds endpoint reconciliation and authorization).
+func (e *Env) apiserverArgs(name string, port int, p *pki) []string {
+	return []string{"--etcd-servers=" + e.EtcdURL, "--etcd-prefix=/" + name,
+		"--bind-address=" + e.Address, "--advertise-address=" + e.Address, "--secure-port=" + strconv.Itoa(port),
+		"--cert-dir=" + filepath.Join(e.Dir, name, "certs"),
+		"--tls-cert-file=" + p.servingCert, "--tls-private-key-file=" + p.servingKey,
+		"--client-ca-file=" + p.caCert, "--token-auth-file=" + p.tokensFile,
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + p.saPub, "--service-account-signing-key-file=" + p.saKey,
+		"--service-cluster-ip-range=" + serviceCIDR, "--profiling=false"}
+}
+
 // freePorts finds n TCP ports free on addr and on 127.0.0.1, where etcd listens.
 func freePorts(addr string, n int) ([]int, error) {
 	var ports []int
@@ -354,13 +363,17 @@ func (e *Env) spawnIn(netns string, env []string, name, bin string, args ...stri
 		return fmt.Errorf("testenv: starting %s: %w", name, err)
 	}
 	p := &proc{name: name, cmd: cmd, pid: cmd.Process.Pid, log: logPath}
+	e.mu.Lock()
 	e.procs = append(e.procs, p)
+	e.mu.Unlock()
 	go func() { _ = cmd.Wait() }() // reap; liveness is checked through /proc
 	fmt.Fprintf(e.opts.Log, "testenv: started %s (pid %d, log %s)\n", name, p.pid, logPath)
 	return nil
 }
 
 func (e *Env) procByName(name string) *proc {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	for _, p := range e.procs {
 		if p.name == name {
 			return p
@@ -513,6 +526,8 @@ const pidFile = "pids"
 
 // writePIDs records "name pid" lines so that StopDir can stop exactly these processes later.
 func (e *Env) writePIDs() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	var b strings.Builder
 	for _, p := range e.procs {
 		fmt.Fprintf(&b, "%s %d\n", p.name, p.pid)
@@ -528,12 +543,14 @@ func (e *Env) Stop() error {
 	}
 	var pids []int
 	var names []string
+	e.mu.Lock()
 	for i := len(e.procs) - 1; i >= 0; i-- {
 		pids = append(pids, e.procs[i].pid)
 		names = append(names, e.procs[i].name)
 	}
-	stopPIDs(pids, names)
 	e.procs = nil
+	e.mu.Unlock()
+	stopPIDs(pids, names)
 	if e.Node != nil {
 		start := time.Now()
 		if err := e.Node.teardown(); err != nil {

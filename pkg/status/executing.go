@@ -1,0 +1,106 @@
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/kubestellar/syncer/pkg/framework"
+	"github.com/kubestellar/syncer/pkg/logging"
+	"github.com/kubestellar/syncer/pkg/mapping"
+	"github.com/kubestellar/syncer/pkg/metrics"
+)
+
+// register makes the upstream object up name this sync target as running it
+// (mapping.ExecutingAnnotation) when executes (its edge copy is there and its status returned), and
+// not otherwise: one merge patch of the annotation, when it is not as it should be. wrote tells that
+// it wrote: the write's event brings the key back. Nothing for a target whose name cannot be an
+// annotation name.
+func (c *Controller) register(ctx context.Context, key framework.Key, r Resource, up *unstructured.Unstructured, executes bool) (wrote bool, err error) {
+	if c.executing == "" {
+		return false, nil
+	}
+	_, named := up.GetAnnotations()[c.executing]
+	if named == executes {
+		return false, nil
+	}
+	var value interface{} // null removes it
+	result := "unregistered"
+	if executes {
+		value, result = time.Now().UTC().Format(time.RFC3339), "registered"
+	}
+	patch, err := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{
+		"resourceVersion": up.GetResourceVersion(), // only over what was read
+		"annotations":     map[string]interface{}{c.executing: value}}})
+	if err != nil {
+		return false, err
+	}
+	_, err = c.cfg.Upstream.Resource(r.Upstream).Namespace(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case apierrors.IsConflict(err):
+		c.cfg.Metrics.Writes.WithLabelValues(metrics.Status, key.GVR.GroupResource().String(), metrics.Conflict).Inc()
+		return true, nil // the upstream event that made the cache behind brings the key back
+	case err != nil:
+		return false, c.writes.Failed(key, up, "StatusFailed", "naming the sync target on the upstream object", err)
+	}
+	c.cfg.Metrics.Writes.WithLabelValues(metrics.Status, key.GVR.GroupResource().String(), result).Inc()
+	klog.FromContext(ctx).V(logging.Change).Info("Named the sync target as running the object upstream", "running", executes)
+	return true, nil
+}
+
+// others are the other sync targets up names as running it.
+func (c *Controller) others(up *unstructured.Unstructured) []string {
+	var out []string
+	for _, t := range mapping.Executors(up) {
+		if t != c.cfg.SyncTargetName {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// edgeCopyGone handles the deletion of an edge object: a selected resource's is looked at as any
+// change (process unregisters); one whose resource left the selection (deleted as a leftover) is
+// released: its upstream object, if any, no longer names this target.
+func (c *Controller) edgeCopyGone(gvr schema.GroupVersionResource, u *unstructured.Unstructured, enqueue func(*unstructured.Unstructured)) {
+	if _, ok := c.cfg.Selection.Resource(gvr.GroupResource()); ok || u == nil {
+		enqueue(u)
+		return
+	}
+	if c.executing == "" || !mapping.OwnedDownstream(u) || u.GetAnnotations()[mapping.RenaturedFromAnnotation] != "" {
+		return // a renamed object's upstream name is not known here
+	}
+	key := framework.Key{GVR: gvr, Namespace: u.GetNamespace(), Name: u.GetName()}
+	c.releasing.Store(key, struct{}{})
+	c.queue.Add(key)
+}
+
+// release removes the annotation naming this target as running the upstream object of a key
+// edgeCopyGone released (its resource no longer selected, so no cache to read it from: one merge
+// patch, which changes nothing where the annotation is not there, at the resource's edge version).
+func (c *Controller) release(ctx context.Context, key framework.Key) error {
+	if _, ok := c.releasing.Load(key); !ok {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{c.executing: nil}}})
+	if err != nil {
+		return err
+	}
+	_, err = c.cfg.Upstream.Resource(key.GVR).Namespace(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) && !apierrors.IsMethodNotSupported(err) {
+		return fmt.Errorf("no longer naming the sync target on the upstream object: %w", err)
+	}
+	c.releasing.Delete(key)
+	klog.FromContext(ctx).V(logging.Change).Info("The sync target no longer runs the object; released it upstream", "err", err)
+	return nil
+}

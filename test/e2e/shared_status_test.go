@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// TestStatusOfASharedObject: two sync targets, each with an edge of its own, run one upstream object
+// (a LoadBalancer Service; the test plays each edge's load-balancer controller). Its status comes
+// back only while exactly one of them runs it, so it never flaps between the edges:
+//   - target a alone: a's status is returned, and the object names a as running it;
+//   - target b too: both are named, neither returns status (a changed status at either edge stays
+//     there), each syncer says so (Event StatusShared, condition ObjectsSynced on its SyncerConfig);
+//   - b's config is deleted (b's copy goes, its resource no longer selected): b is no longer named,
+//     and a's status comes back.
+func TestStatusOfASharedObject(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	edge2, err := env.StartEdge(f.ctx, "edge-"+f.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	down2 := mustClients(edge2)
+	ns := f.namespace("ns")
+	f.create(f.up, gvrServices, obj("v1", "Service", ns, "lb", map[string]interface{}{"spec": map[string]interface{}{
+		"type": "LoadBalancer", "ports": []interface{}{map[string]interface{}{"port": int64(80)}}}}))
+	const targetLabel = "e2e.kubestellar.io/target"
+	a, b := f.name+"-a", f.name+"-b"
+	start := func(target, edgeKubeconfig string) *syncerProc {
+		f.syncerConfig(target, nsScope([]string{ns}, resource("", "v1", "services")))
+		f.update(f.up, gvrSyncerConfig, "", target, withLabel(targetLabel, target))
+		return f.startSyncer(withArgs("--sync-target-name="+target, "--to-kubeconfig="+edgeKubeconfig, "--heartbeat-period=1s",
+			"--syncer-config-selector="+testLabel+"="+f.name+","+targetLabel+"="+target))
+	}
+	ingress := func(ip string) map[string]interface{} {
+		return map[string]interface{}{"loadBalancer": map[string]interface{}{"ingress": []interface{}{map[string]interface{}{"ip": ip}}}}
+	}
+	upIP := func(o *unstructured.Unstructured) string {
+		list, _, _ := unstructured.NestedSlice(o.Object, "status", "loadBalancer", "ingress")
+		if len(list) != 1 {
+			return ""
+		}
+		ip, _ := list[0].(map[string]interface{})["ip"].(string)
+		return ip
+	}
+	ipIs := func(want string) func(*unstructured.Unstructured) (bool, string) {
+		return func(o *unstructured.Unstructured) (bool, string) {
+			return upIP(o) == want, fmt.Sprintf("upstream ingress %q, annotations %v", upIP(o), o.GetAnnotations())
+		}
+	}
+
+	start(a, env.Downstream.Kubeconfig)
+	f.waitFor(f.down, gvrServices, ns, "lb", hasMark)
+	f.writeStatus(f.down, gvrServices, ns, "lb", true, ingress("203.0.113.1"))
+	up := f.waitFor(f.up, gvrServices, ns, "lb", ipIs("203.0.113.1"))
+	if _, ok := up.GetAnnotations()["executing.edge.kubestellar.io/"+a]; !ok {
+		t.Errorf("upstream annotations %v: want a named as running it", up.GetAnnotations())
+	}
+
+	// b runs it too: both named; the status upstream stays a's first one, whatever either edge says.
+	start(b, edge2.Kubeconfig)
+	f.waitFor(down2, gvrServices, ns, "lb", hasMark)
+	f.writeStatus(down2, gvrServices, ns, "lb", true, ingress("203.0.113.2"))
+	f.waitFor(f.up, gvrServices, ns, "lb", func(o *unstructured.Unstructured) (bool, string) {
+		_, byA := o.GetAnnotations()["executing.edge.kubestellar.io/"+a]
+		_, byB := o.GetAnnotations()["executing.edge.kubestellar.io/"+b]
+		return byA && byB, fmt.Sprintf("annotations %v", o.GetAnnotations())
+	})
+	f.writeStatus(f.down, gvrServices, ns, "lb", true, ingress("203.0.113.3"))
+	consistently(t, 3*time.Second, "the status of a shared object stays", func() (bool, string) {
+		o, err := f.get(f.up, gvrServices, ns, "lb")
+		if err != nil {
+			return false, err.Error()
+		}
+		return upIP(o) == "203.0.113.1", fmt.Sprintf("upstream ingress %q: a status was returned while two targets run it", upIP(o))
+	})
+	for _, target := range []string{a, b} {
+		f.waitFor(f.up, gvrSyncerConfig, "", target, func(o *unstructured.Unstructured) (bool, string) {
+			status, reason, msg := conditionOf(o, "ObjectsSynced")
+			return status == "False" && reason == "SyncFailures" && strings.Contains(msg, "lb"), fmt.Sprintf("ObjectsSynced %s %s: %s", status, reason, msg)
+		})
+	}
+	events, err := kubectlCommand(f.ctx, upstream.Kubeconfig, "get", "events", "-n", ns, "--field-selector=reason=StatusShared", "-o", "custom-columns=MSG:.message")
+	if err != nil || !strings.Contains(events, "its status is returned only while one does") {
+		t.Errorf("upstream Events StatusShared: %v\n%s", err, events)
+	}
+
+	// b's config goes: b's copy goes, b is no longer named, a's status comes back.
+	f.delete(f.up, gvrSyncerConfig, "", b)
+	f.waitFor(f.up, gvrServices, ns, "lb", func(o *unstructured.Unstructured) (bool, string) {
+		_, byB := o.GetAnnotations()["executing.edge.kubestellar.io/"+b]
+		return !byB && upIP(o) == "203.0.113.3", fmt.Sprintf("upstream ingress %q, annotations %v", upIP(o), o.GetAnnotations())
+	})
+}
