@@ -93,10 +93,10 @@ func TestStatusApplyKeepsTransitionTimes(t *testing.T) {
 		old = append(old, m)
 	}
 	_ = unstructured.SetNestedSlice(cfg.Object, old, "status", "conditions")
-	body := StatusApply(cfg, []metav1.Condition{
+	body := StatusApply(cfg, "", []metav1.Condition{
 		{Type: Ready, Status: metav1.ConditionFalse, Reason: "SelectionProblems", ObservedGeneration: 2},
 		{Type: SelectionValid, Status: metav1.ConditionTrue, Reason: "Resolved", ObservedGeneration: 2},
-	}, now)
+	}, now, time.Minute)
 	raw, _, _ := unstructured.NestedSlice(body.Object, "status", "conditions")
 	got := map[string]metav1.Condition{}
 	for _, r := range raw {

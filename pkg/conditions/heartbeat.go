@@ -6,7 +6,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,14 +29,19 @@ type Config struct {
 	Configs func() []*unstructured.Unstructured
 	Sources Sources
 	Metrics *metrics.Metrics
-	// FieldManager owns the status fields the heartbeat applies.
+	// FieldManager owns the status fields the heartbeat applies; with a SyncTarget,
+	// FieldManager/SyncTarget does, so that the syncers of several sync targets reading one config
+	// keep their entries of status.syncTargets apart.
 	FieldManager string
+	// SyncTarget names this syncer's entry in each config's status.syncTargets.
+	SyncTarget string
 }
 
 // Heartbeat writes the heartbeat and conditions on every SyncerConfig and EdgeSyncConfig.
 type Heartbeat struct {
 	cfg     Config
-	failing bool // the last beat failed (Run's goroutine only)
+	period  time.Duration // Run's: how recent another sync target's heartbeat must be to count
+	failing bool          // the last beat failed (Run's goroutine only)
 	// missing are the missing-namespace warnings logged already (Run's goroutine only): they are
 	// found here, from the upstream cache at each beat, not by a resolve, so they are logged here.
 	missing map[string]bool
@@ -48,12 +52,24 @@ func New(cfg Config) (*Heartbeat, error) {
 	if cfg.Upstream == nil || cfg.Configs == nil || cfg.Sources == nil || cfg.Metrics == nil || cfg.FieldManager == "" {
 		return nil, errors.New("conditions: every Config field is required")
 	}
-	return &Heartbeat{cfg: cfg}, nil
+	return &Heartbeat{cfg: cfg, period: defaultPeriod}, nil
 }
+
+// defaultPeriod is the heartbeat period assumed before Run (a Beat called directly).
+const defaultPeriod = 20 * time.Second
 
 // Run beats every period until ctx is done.
 func (h *Heartbeat) Run(ctx context.Context, period time.Duration) {
+	h.period = period
 	wait.UntilWithContext(ctx, h.Beat, period)
+}
+
+// fieldManager is the field manager of the heartbeat's applies.
+func (h *Heartbeat) fieldManager() string {
+	if h.cfg.SyncTarget == "" {
+		return h.cfg.FieldManager
+	}
+	return h.cfg.FieldManager + "/" + h.cfg.SyncTarget
 }
 
 // Beat writes lastSyncerHeartbeatTime and the conditions on every SyncerConfig and EdgeSyncConfig: a
@@ -68,9 +84,9 @@ func (h *Heartbeat) Beat(ctx context.Context) {
 	failed := 0
 	for _, cfg := range h.cfg.Configs() {
 		kind, gvr := KindOf(cfg)
-		body := StatusApply(cfg, ForConfig(kind, cfg.GetName(), cfg.GetGeneration(), problems, shared), now)
+		body := StatusApply(cfg, h.cfg.SyncTarget, ForConfig(kind, cfg.GetName(), cfg.GetGeneration(), problems, shared), now, 3*h.period)
 		_, err := h.cfg.Upstream.Resource(gvr).ApplyStatus(ctx, cfg.GetName(), body,
-			metav1.ApplyOptions{FieldManager: h.cfg.FieldManager, Force: true})
+			metav1.ApplyOptions{FieldManager: h.fieldManager(), Force: true})
 		if apierrors.IsNotFound(err) {
 			logger.V(logging.Trace).Info("Config deleted meanwhile; no heartbeat for it", problem.ConfigKeysAndValues(kind, cfg.GetName())...)
 			continue
@@ -117,33 +133,44 @@ func (h *Heartbeat) logMissingNamespaces(logger klog.Logger, problems []problem.
 	h.missing = now
 }
 
-// StatusApply is the apply configuration of a SyncerConfig's status: the heartbeat time and the
-// conditions, each keeping the lastTransitionTime it has on cfg while its status holds.
-func StatusApply(cfg *unstructured.Unstructured, conds []metav1.Condition, now metav1.Time) *unstructured.Unstructured {
-	var existing []metav1.Condition
-	if raw, found, _ := unstructured.NestedSlice(cfg.Object, "status", "conditions"); found {
-		for _, c := range raw {
-			var cond metav1.Condition
-			if m, ok := c.(map[string]interface{}); ok && runtime.DefaultUnstructuredConverter.FromUnstructured(m, &cond) == nil {
-				existing = append(existing, cond)
-			}
+// StatusApply is the apply configuration of a SyncerConfig's status as sync target target writes it:
+// its entry in status.syncTargets (its heartbeat and conds), and the heartbeat time and conditions of
+// the config itself, conds summed up with the entries of other sync targets whose heartbeat is more
+// recent than fresh (summed); each condition keeps the lastTransitionTime it has on cfg while its
+// status holds. Without a target, the config's own status only.
+func StatusApply(cfg *unstructured.Unstructured, target string, conds []metav1.Condition, now metav1.Time, fresh time.Duration) *unstructured.Unstructured {
+	existing, _, _ := unstructured.NestedSlice(cfg.Object, "status", "conditions")
+	entries := targetEntries(cfg)
+	var others []targetEntry
+	for name, e := range entries {
+		if name != target && now.Sub(e.heartbeat) <= fresh {
+			others = append(others, e)
 		}
 	}
-	out := make([]interface{}, 0, len(conds))
-	for _, c := range conds {
-		merged := append([]metav1.Condition(nil), existing...)
-		c.LastTransitionTime = now
-		meta.SetStatusCondition(&merged, c)
-		cond := *meta.FindStatusCondition(merged, c.Type)
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&cond)
-		if err == nil {
-			out = append(out, m)
-		}
+	status := map[string]interface{}{
+		"lastSyncerHeartbeatTime": now.UTC().Format(time.RFC3339),
+		"conditions":              toUnstructured(withTransitions(summed(target, conds, others), readConditions(existing), now)),
+	}
+	if target != "" {
+		status["syncTargets"] = []interface{}{map[string]interface{}{
+			"name": target, "lastSyncerHeartbeatTime": now.UTC().Format(time.RFC3339),
+			"conditions": toUnstructured(withTransitions(conds, entries[target].conditions, now)),
+		}}
 	}
 	body := &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": cfg.GetAPIVersion(), "kind": cfg.GetKind(),
-		"status": map[string]interface{}{"lastSyncerHeartbeatTime": now.UTC().Format(time.RFC3339), "conditions": out},
+		"apiVersion": cfg.GetAPIVersion(), "kind": cfg.GetKind(), "status": status,
 	}}
 	body.SetName(cfg.GetName())
 	return body
+}
+
+// toUnstructured is conditions as an apply configuration holds them.
+func toUnstructured(conds []metav1.Condition) []interface{} {
+	out := make([]interface{}, 0, len(conds))
+	for i := range conds {
+		if m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&conds[i]); err == nil {
+			out = append(out, m)
+		}
+	}
+	return out
 }

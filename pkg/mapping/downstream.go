@@ -44,7 +44,8 @@ const upsyncAnnotationPrefix = "edge.kubestellar.io/upsync"
 // syncer writes afresh (or not at all) on the object it maps to, and so is not copied.
 func sourceAnnotation(key string) bool {
 	if key == "kubectl.kubernetes.io/last-applied-configuration" || key == HashAnnotation || key == ClusterAnnotation || key == UpstreamNamespaceAnnotation || key == RenaturedFromAnnotation ||
-		key == UpstreamGenerationAnnotation || strings.HasPrefix(key, upsyncAnnotationPrefix) || targetSignal(key) {
+		key == UpstreamGenerationAnnotation || key == UpstreamResourceVersionAnnotation || key == ReportAppliedAnnotation ||
+		strings.HasPrefix(key, upsyncAnnotationPrefix) || targetSignal(key) {
 		return true
 	}
 	// kcp's bookkeeping: kcp.io/cluster, kcp.io/path, internal.workload.kcp.io/..., etc.
@@ -93,6 +94,11 @@ func ToDownstream(up *unstructured.Unstructured, opts Options) (*unstructured.Un
 		labels = map[string]string{}
 	}
 	delete(labels, UpsyncOwnerLabel)
+	for k := range labels {
+		if targetSignal(k) {
+			delete(labels, k)
+		}
+	}
 	labels[OwnerLabel] = opts.OwnerLabelValue
 	out.SetLabels(labels)
 	out.SetAnnotations(annotations)
@@ -102,6 +108,9 @@ func ToDownstream(up *unstructured.Unstructured, opts Options) (*unstructured.Un
 		return nil, err
 	}
 	annotations[HashAnnotation] = digest
+	if rv := up.GetResourceVersion(); rv != "" && ReportsApplied(up) {
+		annotations[UpstreamResourceVersionAnnotation] = rv // after the digest: not content
+	}
 	out.SetAnnotations(annotations)
 	return out, nil
 }
@@ -188,6 +197,12 @@ func UpToDate(desired, actual *unstructured.Unstructured) bool {
 	if desired.GetAnnotations()[HashAnnotation] != actual.GetAnnotations()[HashAnnotation] {
 		return false
 	}
+	// The upstream resourceVersion recorded is not content: it is written with content, or once when
+	// the upstream object starts asking for it (ReportsApplied).
+	if rv := desired.GetAnnotations()[UpstreamResourceVersionAnnotation]; rv != "" && actual.GetAnnotations()[UpstreamResourceVersionAnnotation] == "" {
+		return false
+	}
+	desired = withoutAnnotation(desired, UpstreamResourceVersionAnnotation)
 	if applied, ok := actual.Object[AppliedField].(map[string]interface{}); ok {
 		return appliedMatch(desiredFields(desired), applied, createdMarked(actual))
 	}

@@ -20,7 +20,7 @@ func mustObj(t testing.TB, s string) *unstructured.Unstructured {
 const upstreamService = `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"app","uid":"u1",
  "resourceVersion":"42","generation":3,"creationTimestamp":"2024-01-01T00:00:00Z","managedFields":[{"manager":"kubectl"}],
  "ownerReferences":[{"apiVersion":"v1","kind":"X","name":"o","uid":"u0"}],"finalizers":["f"],
- "labels":{"app":"web"},"annotations":{"kcp.io/cluster":"root:mb","internal.workload.kcp.io/x":"y",
+ "labels":{"app":"web","executing.edge.kubestellar.io/edge2":"true"},"annotations":{"kcp.io/cluster":"root:mb","internal.workload.kcp.io/x":"y",
  "kubectl.kubernetes.io/last-applied-configuration":"{}","note":"kept","executing.edge.kubestellar.io/edge2":"t",
  "note.kubestellar.io/x":"kept too"}},
  "spec":{"clusterIP":"10.0.0.5","clusterIPs":["10.0.0.5"],"type":"NodePort","ports":[{"port":80,"nodePort":30080}],"healthCheckNodePort":31000},
@@ -63,6 +63,9 @@ func TestToDownstreamStripsSourceFields(t *testing.T) {
 		if _, ok := ann[k]; ok {
 			t.Errorf("annotation %s copied", k)
 		}
+	}
+	if _, ok := down.GetLabels()["executing.edge.kubestellar.io/edge2"]; ok {
+		t.Error("per-target signal label copied")
 	}
 	if down.GetLabels()[OwnerLabel] != "edge1" || down.GetLabels()["app"] != "web" {
 		t.Errorf("labels = %v", down.GetLabels())

@@ -82,3 +82,41 @@ func TestProjectionUnion(t *testing.T) {
 		}
 	}
 }
+
+// An object that asks to be told what the edge runs carries, at the edge, the upstream
+// resourceVersion of its content, which is not content: a new resourceVersion alone is up to date.
+func TestUpstreamResourceVersionIsNotContent(t *testing.T) {
+	up := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap",
+		"data": map[string]interface{}{"k": "v"}}}
+	up.SetNamespace("app")
+	up.SetName("cm")
+	up.SetResourceVersion("10")
+	plain, err := ToDownstream(up, Options{OwnerLabelValue: "edge1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := plain.GetAnnotations()[UpstreamResourceVersionAnnotation]; ok {
+		t.Fatal("resourceVersion recorded for an object that does not ask")
+	}
+	up.SetAnnotations(map[string]string{ReportAppliedAnnotation: "true"})
+	asked, _ := ToDownstream(up, Options{OwnerLabelValue: "edge1"})
+	if asked.GetAnnotations()[UpstreamResourceVersionAnnotation] != "10" || asked.GetAnnotations()[HashAnnotation] != plain.GetAnnotations()[HashAnnotation] {
+		t.Fatalf("annotations %v: want resourceVersion 10 recorded, the digest unchanged", asked.GetAnnotations())
+	}
+	if UpToDate(asked, plain) {
+		t.Error("an edge copy without the resourceVersion is up to date for an object that starts asking: it would never be told")
+	}
+	if v, ok := AppliedVersion(asked); !ok || v != "10" {
+		t.Errorf("applied version %q %v", v, ok)
+	}
+	up.SetResourceVersion("11") // the syncer's own annotation upstream, say
+	next, _ := ToDownstream(up, Options{OwnerLabelValue: "edge1"})
+	if !UpToDate(next, asked) {
+		t.Error("a new upstream resourceVersion with the same content is not up to date: every upstream write would write the edge")
+	}
+	up.Object["data"] = map[string]interface{}{"k": "w"}
+	changed, _ := ToDownstream(up, Options{OwnerLabelValue: "edge1"})
+	if UpToDate(changed, asked) {
+		t.Error("changed content up to date")
+	}
+}

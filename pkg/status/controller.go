@@ -81,9 +81,12 @@ type Controller struct {
 	cfg    Config
 	queue  *framework.Queue
 	writes *framework.Writes
-	// executing is the key of the annotation naming this sync target as running an upstream object
-	// (mapping.ExecutingAnnotation); "" when its name cannot be one.
+	// executing is the key of the label naming this sync target as running an upstream object
+	// (mapping.ExecutingLabel); "" when its name cannot be one.
 	executing string
+	// applied is the key of the label telling which version this target's edge runs
+	// (mapping.AppliedLabel); "" when its name cannot be one.
+	applied string
 	// releasing are the keys of edge copies deleted after their resource left the selection: their
 	// upstream objects may still name this target as running them (edgeCopyGone).
 	releasing sync.Map // framework.Key -> struct{}
@@ -95,7 +98,7 @@ func NewController(cfg Config) (*Controller, error) {
 		return nil, errors.New("status: every Config field is required")
 	}
 	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Status, framework.DefaultFieldManager, cfg.Metrics, cfg.Recorder),
-		executing: mapping.ExecutingAnnotation(cfg.SyncTargetName)}
+		executing: mapping.ExecutingLabel(cfg.SyncTargetName), applied: mapping.AppliedLabel(cfg.SyncTargetName)}
 	c.queue = framework.NewQueue(metrics.Status, cfg.Metrics.WorkqueueProvider(), c.process)
 	return c, nil
 }
@@ -155,8 +158,8 @@ func (c *Controller) Handler(downstream bool, gvr schema.GroupVersionResource) c
 				return
 			}
 			u := framework.ObjectOf(obj) // in a slim cache, its metadata and status only
-			if u != nil && !carriesStatus(u) {
-				return // nothing to return (a create's echo); its first status comes as an update
+			if u != nil && !carriesStatus(u) && u.GetAnnotations()[mapping.UpstreamResourceVersionAnnotation] == "" {
+				return // nothing to return or tell (a create's echo); its first status comes as an update
 			}
 			enqueue(u)
 		},
@@ -224,8 +227,8 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	switch {
 	case down != nil && !mapping.OwnedDownstream(down):
 		return 0, nil
-	case down != nil && !carriesStatus(down) && !refusals:
-		return 0, nil // no status to return: the upstream object is not read
+	case down != nil && !carriesStatus(down) && !refusals && down.GetAnnotations()[mapping.UpstreamResourceVersionAnnotation] == "":
+		return 0, nil // no status to return, no version to tell: the upstream object is not read
 	}
 	up, synced, err := framework.Cached(c.cfg.UpstreamInformers, r.Upstream, key.Namespace, key.Name)
 	if err != nil || !synced {
@@ -235,13 +238,20 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 		return 0, nil
 	}
 	projection := c.cfg.Selection.StatusProjection(selection.ObjectOf(gr, up))
-	if wrote, err := c.register(ctx, key, r, up, down != nil && projection.Returns()); wrote || err != nil {
+	// It runs the object, as status return sees it, when it has a copy whose status may be returned.
+	executes := down != nil && projection.Returns() && (r.UpstreamHasStatus || carriesStatus(down))
+	if wrote, err := c.register(ctx, key, r, up, executes); wrote || err != nil {
 		return 0, err // the write's event brings the key back
+	}
+	others := c.others(up)
+	carried := r.UpstreamHasStatus && projection.Returns() && len(others) == 0 // its status says what the edge runs
+	if wrote, err := c.markApplied(ctx, key, r, down, up, carried); wrote || err != nil {
+		return 0, err
 	}
 	if !projection.Returns() || (down == nil && !refusals) {
 		return 0, nil
 	}
-	if others := c.others(up); len(others) > 0 {
+	if len(others) > 0 {
 		c.writes.Conflict(ctx, key, up, "Other sync targets run this object too; its status is not returned", "StatusShared",
 			fmt.Sprintf("sync targets %s run this object besides %s: its status is returned only while one does; say which returns it (statusReturn.enabled false in the others' SyncerConfigs)",
 				strings.Join(others, ", "), c.cfg.SyncTargetName))

@@ -46,18 +46,40 @@ func widget(status map[string]interface{}, downsynced bool) *unstructured.Unstru
 	if downsynced {
 		o.SetAnnotations(map[string]string{mapping.DownsyncedAnnotation: "Widget/ns/w"})
 	} else {
-		o.SetAnnotations(map[string]string{mapping.ExecutingPrefix + "edge-1": "2026-11-27T12:00:00Z"}) // edge-1 runs it
+		o.SetLabels(map[string]string{mapping.ExecutingPrefix + "edge-1": "true"}) // edge-1 runs it
 	}
+	return o
+}
+
+// withAnnotation adds an annotation to o.
+func withAnnotation(o *unstructured.Unstructured, key, value string) *unstructured.Unstructured {
+	a := o.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[key] = value
+	o.SetAnnotations(a)
 	return o
 }
 
 // runBy makes an upstream widget name the given sync targets as running it, and no other.
 func runBy(o *unstructured.Unstructured, targets ...string) *unstructured.Unstructured {
-	a := map[string]string{}
+	l := map[string]string{}
 	for _, t := range targets {
-		a[mapping.ExecutingPrefix+t] = "2026-11-27T12:00:00Z"
+		l[mapping.ExecutingPrefix+t] = "true"
 	}
-	o.SetAnnotations(a)
+	o.SetLabels(l)
+	return o
+}
+
+// withLabel adds a label to o.
+func withLabel(o *unstructured.Unstructured, key, value string) *unstructured.Unstructured {
+	l := o.GetLabels()
+	if l == nil {
+		l = map[string]string{}
+	}
+	l[key] = value
+	o.SetLabels(l)
 	return o
 }
 
@@ -130,6 +152,19 @@ func TestProcess(t *testing.T) {
 			returns: true, want: ""},
 		{name: "no subresource: nothing of what is listed", down: widget(ready, true), up: widget(nil, false),
 			fields: []string{"replicas"}, want: ""},
+		{name: "asks what the edge runs, no status: told", down: withAnnotation(widget(nil, true), mapping.UpstreamResourceVersionAnnotation, "7"),
+			up: withAnnotation(runBy(widget(nil, false)), mapping.ReportAppliedAnnotation, "true"), returns: true, want: "patch/"},
+		{name: "asks what the edge runs, told already: nothing", down: withAnnotation(widget(nil, true), mapping.UpstreamResourceVersionAnnotation, "7"),
+			up:      withLabel(withAnnotation(runBy(widget(nil, false)), mapping.ReportAppliedAnnotation, "true"), mapping.AppliedPrefix+"edge-1", "7"),
+			returns: true, want: ""},
+		{name: "does not ask: not told", down: withAnnotation(widget(nil, true), mapping.UpstreamResourceVersionAnnotation, "7"),
+			up: runBy(widget(nil, false)), returns: true, want: ""},
+		{name: "asks, its status says it: not told", down: generation(widget(observed(1), true), 1, "3"),
+			up:        generation(withAnnotation(widget(observed(1), false), mapping.ReportAppliedAnnotation, "true"), 3, ""),
+			hasStatus: true, returns: true, want: "update/status", generation: 3},
+		{name: "asks, its status not returned: told", down: withAnnotation(generation(widget(observed(1), true), 1, "3"), mapping.UpstreamResourceVersionAnnotation, "9"),
+			up:        generation(withAnnotation(runBy(widget(observed(1), false)), mapping.ReportAppliedAnnotation, "true"), 3, ""),
+			hasStatus: true, want: "patch/"},
 		{name: "equal in upstream terms: nothing written", down: generation(widget(observed(2), true), 2, "4"), up: generation(widget(observed(4), false), 4, ""),
 			hasStatus: true, returns: true, want: ""},
 	} {
@@ -287,7 +322,7 @@ func TestReleaseWhenTheResourceLeavesTheSelection(t *testing.T) {
 	if len(actions) != 1 || actions[0].GetVerb() != "patch" || actions[0].GetResource() != gadgets {
 		t.Fatalf("writes %v; want one patch of the gadget upstream", actions)
 	}
-	if patch := string(actions[0].(interface{ GetPatch() []byte }).GetPatch()); patch != `{"metadata":{"annotations":{"executing.edge.kubestellar.io/edge-1":null}}}` {
+	if patch := string(actions[0].(interface{ GetPatch() []byte }).GetPatch()); patch != `{"metadata":{"labels":{"executing.edge.kubestellar.io/edge-1":null}}}` {
 		t.Errorf("patch %s", patch)
 	}
 	if _, err := c.process(context.Background(), key); err != nil || len(client.Actions()) != 1 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,27 +18,34 @@ import (
 	"github.com/kubestellar/syncer/pkg/metrics"
 )
 
-// register makes the upstream object up name this sync target as running it
-// (mapping.ExecutingAnnotation) when executes (its edge copy is there and its status returned), and
-// not otherwise: one merge patch of the annotation, when it is not as it should be. wrote tells that
-// it wrote: the write's event brings the key back. Nothing for a target whose name cannot be an
-// annotation name.
+// register makes the upstream object up name this sync target as running it (mapping.ExecutingLabel)
+// when executes (its edge copy is there and its status returned), and not otherwise: one merge patch
+// of the label, when it is not as it should be. wrote tells that it wrote: the write's event brings
+// the key back. Nothing for a target whose name cannot be a label name.
 func (c *Controller) register(ctx context.Context, key framework.Key, r Resource, up *unstructured.Unstructured, executes bool) (wrote bool, err error) {
 	if c.executing == "" {
 		return false, nil
 	}
-	_, named := up.GetAnnotations()[c.executing]
+	_, named := up.GetLabels()[c.executing]
 	if named == executes {
 		return false, nil
 	}
 	var value interface{} // null removes it
 	result := "unregistered"
 	if executes {
-		value, result = time.Now().UTC().Format(time.RFC3339), "registered"
+		value, result = "true", "registered"
 	}
+	return c.patchLabel(ctx, key, r, up, c.executing, value, result)
+}
+
+// patchLabel sets (or, for nil, removes) one label on the upstream object up by a merge patch with a
+// precondition on the resourceVersion read, counted as a status write with result. wrote tells that
+// it wrote (or that up changed meanwhile): the write's event brings the key back.
+func (c *Controller) patchLabel(ctx context.Context, key framework.Key, r Resource, up *unstructured.Unstructured,
+	label string, value interface{}, result string) (wrote bool, err error) {
 	patch, err := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{
 		"resourceVersion": up.GetResourceVersion(), // only over what was read
-		"annotations":     map[string]interface{}{c.executing: value}}})
+		"labels":          map[string]interface{}{label: value}}})
 	if err != nil {
 		return false, err
 	}
@@ -51,11 +57,25 @@ func (c *Controller) register(ctx context.Context, key framework.Key, r Resource
 		c.cfg.Metrics.Writes.WithLabelValues(metrics.Status, key.GVR.GroupResource().String(), metrics.Conflict).Inc()
 		return true, nil // the upstream event that made the cache behind brings the key back
 	case err != nil:
-		return false, c.writes.Failed(key, up, "StatusFailed", "naming the sync target on the upstream object", err)
+		return false, c.writes.Failed(key, up, "StatusFailed", "writing label "+label+" upstream", err)
 	}
 	c.cfg.Metrics.Writes.WithLabelValues(metrics.Status, key.GVR.GroupResource().String(), result).Inc()
-	klog.FromContext(ctx).V(logging.Change).Info("Named the sync target as running the object upstream", "running", executes)
+	klog.FromContext(ctx).V(logging.Change).Info("Wrote a per-target label upstream", "label", label, "value", value)
 	return true, nil
+}
+
+// markApplied tells on the upstream object up which of its versions the edge copy down runs
+// (mapping.AppliedLabel), when up asks (mapping.ReportsApplied) and its status does not say it
+// (carried): one merge patch when the value changes. wrote tells that it wrote.
+func (c *Controller) markApplied(ctx context.Context, key framework.Key, r Resource, down, up *unstructured.Unstructured, carried bool) (wrote bool, err error) {
+	if c.applied == "" || carried || down == nil || !mapping.ReportsApplied(up) {
+		return false, nil
+	}
+	version, ok := mapping.AppliedVersion(down)
+	if !ok || up.GetLabels()[c.applied] == version {
+		return false, nil
+	}
+	return c.patchLabel(ctx, key, r, up, c.applied, version, "applied")
 }
 
 // others are the other sync targets up names as running it.
@@ -85,14 +105,14 @@ func (c *Controller) edgeCopyGone(gvr schema.GroupVersionResource, u *unstructur
 	c.queue.Add(key)
 }
 
-// release removes the annotation naming this target as running the upstream object of a key
-// edgeCopyGone released (its resource no longer selected, so no cache to read it from: one merge
-// patch, which changes nothing where the annotation is not there, at the resource's edge version).
+// release removes the label naming this target as running the upstream object of a key edgeCopyGone
+// released (its resource no longer selected, so no cache to read it from: one merge patch, which
+// changes nothing where the label is not there, at the resource's edge version).
 func (c *Controller) release(ctx context.Context, key framework.Key) error {
 	if _, ok := c.releasing.Load(key); !ok {
 		return nil
 	}
-	patch, err := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{c.executing: nil}}})
+	patch, err := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"labels": map[string]interface{}{c.executing: nil}}})
 	if err != nil {
 		return err
 	}

@@ -220,7 +220,7 @@ func (s *Syncer) newControllers() error {
 		return err
 	}
 	s.heartbeat, err = conditions.New(conditions.Config{Upstream: cfg.UpstreamDynamic, Configs: s.configs, Sources: sources{s},
-		Metrics: cfg.Metrics, FieldManager: cfg.FieldManager})
+		Metrics: cfg.Metrics, FieldManager: cfg.FieldManager, SyncTarget: cfg.SyncTargetName})
 	return err
 }
 

@@ -470,8 +470,9 @@ func TestDownsyncIdleSendsNothing(t *testing.T) {
 	f.create(f.up, gvrDeployments, deployment(ns, "web", 2))
 	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps"), resource("apps", "v1", "deployments")))
 	// The heartbeat (one status PATCH per SyncerConfig per period, 20s by default) is the one
-	// deliberate idle request; it is tested on its own.
-	p := f.startSyncer(withArgs("--heartbeat-period=1h"))
+	// deliberate idle request; it is tested on its own. So are the warnings told upstream about a
+	// workload that does not run (the Deployment's image is not on the node): Event writes.
+	p := f.startSyncer(withArgs("--heartbeat-period=1h", "--edge-warnings=false"))
 	f.waitFor(f.down, gvrConfigMaps, ns, "c-19", nil)
 	// The edge's controller manager writes the Deployment's status: not drift, nothing to write.
 	f.waitFor(f.down, gvrDeployments, ns, "web", func(o *unstructured.Unstructured) (bool, string) {

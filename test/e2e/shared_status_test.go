@@ -49,7 +49,7 @@ func TestStatusOfASharedObject(t *testing.T) {
 	}
 	ipIs := func(want string) func(*unstructured.Unstructured) (bool, string) {
 		return func(o *unstructured.Unstructured) (bool, string) {
-			return upIP(o) == want, fmt.Sprintf("upstream ingress %q, annotations %v", upIP(o), o.GetAnnotations())
+			return upIP(o) == want, fmt.Sprintf("upstream ingress %q, labels %v", upIP(o), o.GetLabels())
 		}
 	}
 
@@ -57,8 +57,8 @@ func TestStatusOfASharedObject(t *testing.T) {
 	f.waitFor(f.down, gvrServices, ns, "lb", hasMark)
 	f.writeStatus(f.down, gvrServices, ns, "lb", true, ingress("203.0.113.1"))
 	up := f.waitFor(f.up, gvrServices, ns, "lb", ipIs("203.0.113.1"))
-	if _, ok := up.GetAnnotations()["executing.edge.kubestellar.io/"+a]; !ok {
-		t.Errorf("upstream annotations %v: want a named as running it", up.GetAnnotations())
+	if _, ok := up.GetLabels()["executing.edge.kubestellar.io/"+a]; !ok {
+		t.Errorf("upstream labels %v: want a named as running it", up.GetLabels())
 	}
 
 	// b runs it too: both named; the status upstream stays a's first one, whatever either edge says.
@@ -66,9 +66,9 @@ func TestStatusOfASharedObject(t *testing.T) {
 	f.waitFor(down2, gvrServices, ns, "lb", hasMark)
 	f.writeStatus(down2, gvrServices, ns, "lb", true, ingress("203.0.113.2"))
 	f.waitFor(f.up, gvrServices, ns, "lb", func(o *unstructured.Unstructured) (bool, string) {
-		_, byA := o.GetAnnotations()["executing.edge.kubestellar.io/"+a]
-		_, byB := o.GetAnnotations()["executing.edge.kubestellar.io/"+b]
-		return byA && byB, fmt.Sprintf("annotations %v", o.GetAnnotations())
+		_, byA := o.GetLabels()["executing.edge.kubestellar.io/"+a]
+		_, byB := o.GetLabels()["executing.edge.kubestellar.io/"+b]
+		return byA && byB, fmt.Sprintf("labels %v", o.GetLabels())
 	})
 	f.writeStatus(f.down, gvrServices, ns, "lb", true, ingress("203.0.113.3"))
 	consistently(t, 3*time.Second, "the status of a shared object stays", func() (bool, string) {
@@ -92,7 +92,58 @@ func TestStatusOfASharedObject(t *testing.T) {
 	// b's config goes: b's copy goes, b is no longer named, a's status comes back.
 	f.delete(f.up, gvrSyncerConfig, "", b)
 	f.waitFor(f.up, gvrServices, ns, "lb", func(o *unstructured.Unstructured) (bool, string) {
-		_, byB := o.GetAnnotations()["executing.edge.kubestellar.io/"+b]
-		return !byB && upIP(o) == "203.0.113.3", fmt.Sprintf("upstream ingress %q, annotations %v", upIP(o), o.GetAnnotations())
+		_, byB := o.GetLabels()["executing.edge.kubestellar.io/"+b]
+		return !byB && upIP(o) == "203.0.113.3", fmt.Sprintf("upstream ingress %q, labels %v", upIP(o), o.GetLabels())
+	})
+}
+
+// TestTwoSyncersOneConfig: the syncers of two sync targets (each with an edge of its own) read one
+// SyncerConfig. Each keeps its heartbeat and conditions in its own entry of status.syncTargets, the
+// config's own conditions sum them up, and `kubectl get syncerconfig` lists both targets; once one
+// stops, its entry goes stale and the sum is the other's.
+func TestTwoSyncersOneConfig(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	edge2, err := env.StartEdge(f.ctx, "edge-"+f.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := f.namespace("ns")
+	f.create(f.up, gvrConfigMaps, configMap(ns, "app", map[string]interface{}{"k": "v"}))
+	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps")))
+	x, y := f.name+"-x", f.name+"-y"
+	f.startSyncer(f.ownConfigs(), withArgs("--sync-target-name="+x, "--heartbeat-period=1s"))
+	py := f.startSyncer(f.ownConfigs(), withArgs("--sync-target-name="+y, "--heartbeat-period=1s", "--to-kubeconfig="+edge2.Kubeconfig))
+
+	entries := func(o *unstructured.Unstructured) map[string]string {
+		out := map[string]string{}
+		list, _, _ := unstructured.NestedSlice(o.Object, "status", "syncTargets")
+		for _, e := range list {
+			m, _ := e.(map[string]interface{})
+			name, _ := m["name"].(string)
+			conds, _ := m["conditions"].([]interface{})
+			for _, c := range conds {
+				if cm, _ := c.(map[string]interface{}); cm["type"] == "Ready" {
+					out[name], _ = cm["status"].(string)
+				}
+			}
+		}
+		return out
+	}
+	f.waitFor(f.up, gvrSyncerConfig, "", f.name, func(o *unstructured.Unstructured) (bool, string) {
+		e := entries(o)
+		status, _, msg := conditionOf(o, "Ready")
+		return e[x] == "True" && e[y] == "True" && status == "True" && msg == "Ready for sync targets "+x+", "+y+".",
+			fmt.Sprintf("entries %v, Ready %s %q", e, status, msg)
+	})
+	out, err := kubectlCommand(f.ctx, upstream.Kubeconfig, "get", "syncerconfig", f.name, "-o", "custom-columns=TARGETS:.status.syncTargets[*].name")
+	if err != nil || !(strings.Contains(out, x+","+y) || strings.Contains(out, y+","+x)) {
+		t.Errorf("kubectl get syncerconfig: %v\n%s\nwant both targets listed", err, out)
+	}
+	// y stops: its entry stays, stale; the config's conditions are x's.
+	py.stop()
+	f.waitFor(f.up, gvrSyncerConfig, "", f.name, func(o *unstructured.Unstructured) (bool, string) {
+		status, _, msg := conditionOf(o, "Ready")
+		return status == "True" && msg != "Ready for sync targets "+x+", "+y+".", fmt.Sprintf("Ready %s %q", status, msg)
 	})
 }

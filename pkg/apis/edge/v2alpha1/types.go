@@ -304,12 +304,29 @@ type SyncerConfigStatus struct {
 	// stopped, cannot write to the mailbox workspace, or that no replica leads.
 	LastSyncerHeartbeatTime *metav1.Time `json:"lastSyncerHeartbeatTime,omitempty"`
 	// What the syncer sees, written with each heartbeat by server-side apply (field manager
-	// kubestellar-syncer), one condition per type: Ready (True when all the others are),
+	// kubestellar-syncer/<sync target>), one condition per type: Ready (True when all the others are),
 	// SelectionValid (every selected resource is served on both sides; warnings keep it True with
 	// reason ResolvedWithWarnings), ObjectsSynced (no object failing to sync or in conflict; when
 	// False, counts and up to five examples), UpstreamReachable and DownstreamReachable (the last
 	// request to that side got a response and none has waited more than 10s for one). A problem with
 	// the selection shows on the configs it comes from; the others show on every config.
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// One entry per sync target whose syncer reads this config, each written by that syncer alone
+	// (field manager kubestellar-syncer/<sync target>): its heartbeat and its conditions, kept apart
+	// from the others'. When several sync targets read the config, lastSyncerHeartbeatTime and
+	// conditions above sum up the entries whose heartbeat is recent (within three heartbeat periods): a
+	// condition is True when it is True for each of them, else it has the reason of one for which it is
+	// not and a message naming it.
+	SyncTargets []SyncTargetStatus `json:"syncTargets,omitempty"`
+}
+
+// SyncTargetStatus is what the syncer of one sync target sees of a config.
+type SyncTargetStatus struct {
+	// The sync target's name (the syncer's --sync-target-name).
+	Name string `json:"name"`
+	// When that syncer last wrote this entry.
+	LastSyncerHeartbeatTime *metav1.Time `json:"lastSyncerHeartbeatTime,omitempty"`
+	// Its conditions, of the types and meanings of the config's own conditions.
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 

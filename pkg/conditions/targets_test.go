@@ -1,0 +1,56 @@
+package conditions
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// TestSyncTargetsKeptApart: each sync target writes its own entry; the config's own conditions sum
+// up the targets whose heartbeat is recent, naming the one that fails; a stale target counts no more.
+func TestSyncTargetsKeptApart(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
+	ok := []metav1.Condition{
+		{Type: Ready, Status: metav1.ConditionTrue, Reason: "Syncing", Message: "fine"},
+		{Type: ObjectsSynced, Status: metav1.ConditionTrue, Reason: "Synced", Message: "fine"},
+	}
+	failing := []metav1.Condition{
+		{Type: Ready, Status: metav1.ConditionFalse, Reason: "SyncFailures", Message: "See condition ObjectsSynced."},
+		{Type: ObjectsSynced, Status: metav1.ConditionFalse, Reason: "SyncFailures", Message: "1 objects failing to sync"},
+	}
+	cfg := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "edge.kubestellar.io/v2alpha1", "kind": "SyncerConfig",
+		"metadata": map[string]interface{}{"name": "shared"}}}
+	// b writes first, alone: the config's conditions are b's.
+	body := StatusApply(cfg, "b", failing, now, time.Minute)
+	status := body.Object["status"].(map[string]interface{})
+	if own := readConditions(status["conditions"].([]interface{})); own[0].Status != metav1.ConditionFalse || own[0].Message != "See condition ObjectsSynced." {
+		t.Errorf("alone: conditions %v; want b's as they are", own)
+	}
+	entries := status["syncTargets"].([]interface{})
+	if len(entries) != 1 || entries[0].(map[string]interface{})["name"] != "b" {
+		t.Fatalf("entries %v: want b's only (each target applies its own)", entries)
+	}
+	cfg.Object["status"] = status // as the apiserver keeps it
+	// a writes: its entry; the sum names b, which fails.
+	body = StatusApply(cfg, "a", ok, now, time.Minute)
+	status = body.Object["status"].(map[string]interface{})
+	sum := readConditions(status["conditions"].([]interface{}))
+	if sum[0].Type != Ready || sum[0].Status != metav1.ConditionFalse || sum[0].Reason != "SyncFailures" || !strings.HasPrefix(sum[0].Message, "sync target b: ") {
+		t.Errorf("summed Ready %+v: want False, b's reason, naming b", sum[0])
+	}
+	if entries := status["syncTargets"].([]interface{}); len(entries) != 1 || entries[0].(map[string]interface{})["name"] != "a" {
+		t.Errorf("entries %v: want a's only", entries)
+	}
+	if own := readConditions(status["syncTargets"].([]interface{})[0].(map[string]interface{})["conditions"].([]interface{})); own[0].Status != metav1.ConditionTrue {
+		t.Errorf("a's own Ready %+v: want True", own[0])
+	}
+	// b's heartbeat goes stale: the sum is a's.
+	later := metav1.NewTime(now.Add(2 * time.Minute))
+	body = StatusApply(cfg, "a", ok, later, time.Minute)
+	if sum := readConditions(body.Object["status"].(map[string]interface{})["conditions"].([]interface{})); sum[0].Status != metav1.ConditionTrue {
+		t.Errorf("with b stale, summed Ready %+v: want a's True", sum[0])
+	}
+}
