@@ -165,7 +165,7 @@ func TestAlertsAreExplained(t *testing.T) {
 	}
 	for _, name := range []string{"KubestellarSyncerDown", "KubestellarSyncerHeartbeatMissing", "KubestellarSyncerWriteErrors",
 		"KubestellarSyncerConflicts", "KubestellarSyncerBacklog", "KubestellarSyncerLagHigh", "KubestellarSyncerWriteLoop",
-		"KubestellarSyncerMissedDeletion", "KubestellarSyncerUnreachable"} {
+		"KubestellarSyncerMissedDeletion", "KubestellarSyncerDeletionsHeld", "KubestellarSyncerUnreachable"} {
 		if !seen[name] {
 			t.Errorf("no alert %s", name)
 		}

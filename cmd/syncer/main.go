@@ -35,6 +35,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubestellar/syncer/cmd/syncer/options"
+	"github.com/kubestellar/syncer/pkg/breaker"
 	"github.com/kubestellar/syncer/pkg/dynclient"
 	"github.com/kubestellar/syncer/pkg/mailboxes"
 	"github.com/kubestellar/syncer/pkg/metrics"
@@ -335,6 +336,7 @@ func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics
 		HeartbeatPeriod:        opts.HeartbeatPeriod,
 		ConflictRecheckPeriod:  opts.ConflictRecheckPeriod,
 		EdgeWarnings:           opts.EdgeWarnings,
+		DeletionBreaker:        breaker.Options{Count: opts.DeletionBreakerCount, Percent: opts.DeletionBreakerPercent},
 		ConfigSelector:         opts.SyncerConfigSelector,
 		Metrics:                m,
 		Reachability:           reach,

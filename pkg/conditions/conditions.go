@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubestellar/syncer/pkg/breaker"
 	"github.com/kubestellar/syncer/pkg/problem"
 )
 
@@ -18,7 +19,18 @@ const (
 	ObjectsSynced       = "ObjectsSynced"
 	UpstreamReachable   = "UpstreamReachable"
 	DownstreamReachable = "DownstreamReachable"
+	// DeletionsHeld is True while the deletion breaker holds deletions (package breaker): the one
+	// condition whose True is a problem.
+	DeletionsHeld = "DeletionsHeld"
 )
+
+// healthy tells whether a condition says that all is well: True, but for DeletionsHeld, False.
+func healthy(c metav1.Condition) bool {
+	if c.Type == DeletionsHeld {
+		return c.Status == metav1.ConditionFalse
+	}
+	return c.Status == metav1.ConditionTrue
+}
 
 // Bounds on what a condition message lists, so that a thousand failing objects make a short status.
 const (
@@ -42,6 +54,9 @@ type Sources interface {
 	// Reachability tells whether the last request to a side got a response, and if not, since when
 	// and why.
 	Reachability(side string) (ok bool, lastErr string, since time.Time)
+	// DeletionsHeld tells whether the deletion breaker holds deletions at the edge: since when, how
+	// many, and up to limit of them.
+	DeletionsHeld(limit int) (held bool, since time.Time, count int, examples []string)
 }
 
 // Shared computes the conditions that are the same on every SyncerConfig: objects failing or in
@@ -66,7 +81,19 @@ func Shared(src Sources) []metav1.Condition {
 				Message: capLen(fmt.Sprintf("unreachable since %s: %s", since.UTC().Format(time.RFC3339), lastErr), MaxMessageLen)})
 		}
 	}
-	return out
+	return append(out, deletionsHeld(src))
+}
+
+// deletionsHeld is condition DeletionsHeld.
+func deletionsHeld(src Sources) metav1.Condition {
+	held, since, n, examples := src.DeletionsHeld(MaxExamples)
+	if !held {
+		return metav1.Condition{Type: DeletionsHeld, Status: metav1.ConditionFalse, Reason: "NoneHeld", Message: "No deletion is held."}
+	}
+	return metav1.Condition{Type: DeletionsHeld, Status: metav1.ConditionTrue, Reason: "TooManyDeletions",
+		Message: capLen(fmt.Sprintf("%d deletions at the edge held since %s: more fell due within a minute than the deletion breaker allows. "+
+			"To let them go, annotate a SyncerConfig %s=\"%d\". Held: %s",
+			n, since.UTC().Format(time.RFC3339), breaker.ReleaseAnnotation, n, Bounded(examples, n)), MaxMessageLen)}
 }
 
 // ForConfig computes the conditions of one config (a SyncerConfig or an EdgeSyncConfig, per kind):
@@ -98,7 +125,7 @@ func ForConfig(kind, name string, generation int64, selectionProblems []problem.
 	sort.Slice(out, func(i, j int) bool { return out[i].Type < out[j].Type })
 	ready := metav1.Condition{Type: Ready, Status: metav1.ConditionTrue, Reason: "Syncing", Message: "The syncer is running and every condition holds."}
 	for _, c := range out {
-		if c.Status != metav1.ConditionTrue {
+		if !healthy(c) {
 			ready = metav1.Condition{Type: Ready, Status: metav1.ConditionFalse, Reason: c.Reason, Message: "See condition " + c.Type + "."}
 			break
 		}

@@ -36,6 +36,15 @@ type sources struct {
 	selection          []problem.Problem
 	failing, conflicts int
 	reachable          bool
+	held               int
+}
+
+func (s sources) DeletionsHeld(limit int) (bool, time.Time, int, []string) {
+	var ex []string
+	for i := 0; i < s.held && i < limit; i++ {
+		ex = append(ex, fmt.Sprintf("configmaps ns/c%03d", i))
+	}
+	return s.held > 0, time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC), s.held, ex
 }
 
 func (s sources) SelectionProblems() []problem.Problem { return s.selection }

@@ -67,7 +67,7 @@ func withTransitions(conds, existing []metav1.Condition, now metav1.Time) []meta
 }
 
 // summed are the config's own conditions when the sync targets of others (their entries, recent
-// ones only) read it too: each condition True when it is True for every target, else the first
+// ones only) read it too: each condition healthy when it is for every target, else the first
 // target's (by name) for which it is not, its message naming that target. Without others, ours.
 func summed(target string, ours []metav1.Condition, others []targetEntry) []metav1.Condition {
 	if len(others) == 0 {
@@ -80,7 +80,7 @@ func summed(target string, ours []metav1.Condition, others []targetEntry) []meta
 		sum := c
 		sum.Message = fmt.Sprintf("%s for sync targets %s.", c.Type, names(all))
 		for _, e := range all {
-			if tc := meta.FindStatusCondition(e.conditions, c.Type); tc != nil && tc.Status != metav1.ConditionTrue {
+			if tc := meta.FindStatusCondition(e.conditions, c.Type); tc != nil && !healthy(*tc) {
 				sum.Status, sum.Reason = tc.Status, tc.Reason
 				sum.Message = capLen(fmt.Sprintf("sync target %s: %s", e.name, tc.Message), MaxMessageLen)
 				break
@@ -100,4 +100,18 @@ func names(entries []targetEntry) string {
 		out += e.name
 	}
 	return out
+}
+
+// HeldFor tells whether a config says that sync target's deletion breaker holds deletions: condition
+// DeletionsHeld True in the target's status.syncTargets entry, or, when the config has no entries
+// (written before there were), in its own conditions.
+func HeldFor(cfg *unstructured.Unstructured, target string) bool {
+	entries := targetEntries(cfg)
+	conds := entries[target].conditions
+	if len(entries) == 0 {
+		raw, _, _ := unstructured.NestedSlice(cfg.Object, "status", "conditions")
+		conds = readConditions(raw)
+	}
+	c := meta.FindStatusCondition(conds, DeletionsHeld)
+	return c != nil && c.Status == metav1.ConditionTrue
 }

@@ -54,3 +54,40 @@ func TestSyncTargetsKeptApart(t *testing.T) {
 		t.Errorf("with b stale, summed Ready %+v: want a's True", sum[0])
 	}
 }
+
+// TestDeletionsHeld: held deletions make DeletionsHeld True (the one condition whose True is a
+// problem) and Ready False; the message says how to release them; the sum across sync targets, and
+// a restarted syncer (HeldFor), read it the same way.
+func TestDeletionsHeld(t *testing.T) {
+	conds := ForConfig("SyncerConfig", "a", 1, nil, Shared(sources{reachable: true, held: 120}))
+	if conds[0].Type != Ready || conds[0].Status != metav1.ConditionFalse || conds[0].Reason != "TooManyDeletions" {
+		t.Errorf("Ready %+v: want False, TooManyDeletions", conds[0])
+	}
+	var held metav1.Condition
+	for _, c := range conds {
+		if c.Type == DeletionsHeld {
+			held = c
+		}
+	}
+	if held.Status != metav1.ConditionTrue || !strings.Contains(held.Message, `edge.kubestellar.io/release-deletions="120"`) ||
+		!strings.Contains(held.Message, "configmaps ns/c000") {
+		t.Errorf("DeletionsHeld %+v", held)
+	}
+	fine := ForConfig("SyncerConfig", "a", 1, nil, Shared(sources{reachable: true}))
+	if fine[0].Status != metav1.ConditionTrue {
+		t.Errorf("Ready %+v with nothing held: want True", fine[0])
+	}
+	now := metav1.NewTime(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
+	cfg := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "edge.kubestellar.io/v2alpha1", "kind": "SyncerConfig",
+		"metadata": map[string]interface{}{"name": "a"}}}
+	cfg.Object["status"] = StatusApply(cfg, "b", conds, now, time.Minute).Object["status"]
+	sum := readConditions(StatusApply(cfg, "a", fine, now, time.Minute).Object["status"].(map[string]interface{})["conditions"].([]interface{}))
+	for _, c := range sum {
+		if c.Type == DeletionsHeld && (c.Status != metav1.ConditionTrue || !strings.HasPrefix(c.Message, "sync target b: ")) {
+			t.Errorf("summed DeletionsHeld %+v: want b's True", c)
+		}
+	}
+	if !HeldFor(cfg, "b") || HeldFor(cfg, "a") {
+		t.Error("HeldFor: want b holding (its entry says so), a not")
+	}
+}

@@ -98,6 +98,20 @@ type Config struct {
 	// OnRefused, if set, is told the key of every object whose write the edge refuses for good, or
 	// takes again after such a refusal (Refused changed): status return reports it upstream.
 	OnRefused func(framework.Key)
+	// Deletions, if set, is asked before each deletion of an object no longer wanted (the deletion
+	// breaker), and told of keys wanted again.
+	Deletions Deletions
+	// OnDeletionsHeld, if set, is told when Deletions starts holding.
+	OnDeletionsHeld func()
+}
+
+// Deletions decides whether a deletion at the edge may go ahead now (package breaker).
+type Deletions interface {
+	// Allow tells whether the deletion of key may go ahead; false: it is held, and comes back as a
+	// key to process when released. tripped: this call started the holding.
+	Allow(key framework.Key) (ok, tripped bool)
+	// Forget drops a held key that is wanted again.
+	Forget(key framework.Key)
 }
 
 // Controller is the downsync controller.

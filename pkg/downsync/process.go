@@ -153,6 +153,19 @@ func (c *Controller) delete(ctx context.Context, key framework.Key, r Resource, 
 		klog.FromContext(ctx).V(logging.Skip).Info("Not deleting: the configs that selected it do not propagate deletion", "annotation", mapping.PropagateDeletionAnnotation)
 		return nil
 	}
+	if d := c.cfg.Deletions; d != nil {
+		switch ok, tripped := d.Allow(key); {
+		case tripped:
+			klog.FromContext(ctx).Info("Holding every deletion at the edge: too many fell due at once (the deletion breaker); see condition DeletionsHeld on the SyncerConfigs")
+			if c.cfg.OnDeletionsHeld != nil {
+				c.cfg.OnDeletionsHeld()
+			}
+			return nil
+		case !ok:
+			klog.FromContext(ctx).V(logging.Change).Info("Deletion held by the deletion breaker")
+			return nil
+		}
+	}
 	client := c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace)
 	_, err := c.writes.DeleteOwned(ctx, client, key, downObj, "Deleted downstream object")
 	return err
@@ -161,6 +174,9 @@ func (c *Controller) delete(ctx context.Context, key framework.Key, r Resource, 
 // apply creates or updates the downstream object of a wanted upstream object.
 func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, upObj, downObj *unstructured.Unstructured) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
+	if c.cfg.Deletions != nil {
+		c.cfg.Deletions.Forget(key) // wanted again, if its deletion was held
+	}
 	// The namespace first: a cheap look at the cache, where mapping the object is not.
 	if r.Namespaced {
 		wait, terminating, err := c.namespaceMissing(key.Namespace)

@@ -628,3 +628,33 @@ func TestRefusalsPruned(t *testing.T) {
 		t.Error("a refusal at a version no longer read stayed")
 	}
 }
+
+// refusingDeletions is a deletion breaker that holds every deletion (and says it tripped once).
+type refusingDeletions struct{ asked, forgotten int }
+
+func (r *refusingDeletions) Allow(framework.Key) (bool, bool) { r.asked++; return false, r.asked == 1 }
+func (r *refusingDeletions) Forget(framework.Key)              { r.forgotten++ }
+
+// TestDeletionHeldByTheBreaker: a deletion the breaker holds is not made, and the engine is told once
+// that holding started; a wanted object is written as ever, and its key forgotten by the breaker.
+func TestDeletionHeldByTheBreaker(t *testing.T) {
+	h := newHarness(t, selecting("b"), objs(upCM, nsA), objs(nsA, owned(t, upCM)))
+	breaker, told := &refusingDeletions{}, 0
+	h.c.cfg.Deletions, h.c.cfg.OnDeletionsHeld = breaker, func() { told++ }
+	for i := 0; i < 2; i++ {
+		if _, err := h.c.process(context.Background(), key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a := h.actions(); len(a) != 0 || breaker.asked != 2 || told != 1 {
+		t.Errorf("actions %v, breaker asked %d times, told %d times; want no deletion, asked twice, told once", a, breaker.asked, told)
+	}
+	wanted := newHarness(t, selecting("a"), objs(upCM, nsA), objs(nsA))
+	wanted.c.cfg.Deletions = breaker
+	if _, err := wanted.c.process(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	if a := wanted.actions(); len(a) != 1 || breaker.forgotten != 1 {
+		t.Errorf("actions %v, forgotten %d; want the object created and its key forgotten", a, breaker.forgotten)
+	}
+}

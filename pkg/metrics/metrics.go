@@ -72,6 +72,8 @@ type Metrics struct {
 	// Events, containers waiting or OOM-killed), by result: told (an Event on the upstream object) or
 	// repeated (told shortly before, so not told again).
 	EdgeWarnings *prometheus.CounterVec
+	// DeletionsHeld is how many deletions at the edge the deletion breaker holds (0 when it does not).
+	DeletionsHeld prometheus.Gauge
 	// Workspaces counts the workspaces one syncer serves (--apiexport-endpoint-slice), by state
 	// (WorkspaceSyncing, WorkspaceDraining); no series for a single workspace.
 	Workspaces *prometheus.GaugeVec
@@ -142,6 +144,8 @@ func New(reg prometheus.Registerer) *Metrics {
 		EdgeWarnings: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "edge_warnings_total",
 			Help: "Warnings seen at the edge about the objects the syncer wrote, by result (told: an Event on the upstream object; repeated: told shortly before)."},
 			[]string{"result"}),
+		DeletionsHeld: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "deletions_held",
+			Help: "Deletions at the edge the deletion breaker holds (0 when it does not): too many fell due within a minute; see condition DeletionsHeld."}),
 		Workspaces: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "workspaces",
 			Help: "Workspaces served through an APIExport's virtual workspace, by state (syncing: bound; draining: no longer bound, its edge objects being deleted)."},
 			[]string{"state"}),
@@ -191,7 +195,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			m.APIRequests.WithLabelValues(side, verb, code)
 		}
 	}
-	reg.MustRegister(m.APIRequests, m.Writes, m.Orphans, m.EdgeWarnings, m.Workspaces, m.InformersRunning, m.InformersSynced, m.SyncLatency, m.Leader,
+	reg.MustRegister(m.APIRequests, m.Writes, m.Orphans, m.EdgeWarnings, m.DeletionsHeld, m.Workspaces, m.InformersRunning, m.InformersSynced, m.SyncLatency, m.Leader,
 		m.LastHeartbeat, m.ClientRequests, m.ClientRequestLatency, m.ClientRateLimiterLatency, m.objects,
 		q.depth, q.adds, q.latency, q.workDuration, q.unfinished, q.longest, q.retries,
 		buildInfo(version.Get()))

@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/kubestellar/syncer/pkg/breaker"
 	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/metrics"
@@ -54,6 +55,9 @@ type Config struct {
 	// EdgeWarnings tells warnings at the edge about the objects the syncer wrote as Events on their
 	// upstream objects (package warnings); it needs the Recorder.
 	EdgeWarnings bool
+	// DeletionBreaker limits the deletions at the edge that may fall due at once (package breaker);
+	// Count 0 disables it.
+	DeletionBreaker breaker.Options
 	// ConflictRecheckPeriod is how often an object blocked by an unowned object is looked at again.
 	ConflictRecheckPeriod time.Duration
 

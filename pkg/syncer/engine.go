@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/kubestellar/syncer/pkg/breaker"
 	"github.com/kubestellar/syncer/pkg/conditions"
 	"github.com/kubestellar/syncer/pkg/downsync"
 	"github.com/kubestellar/syncer/pkg/framework"
@@ -79,6 +80,9 @@ type Syncer struct {
 	resolver     *resolver
 	state        atomic.Pointer[snapshot]
 
+	// deletions is the deletion breaker downsync asks before each deletion (nil: none).
+	deletions *breaker.Breaker
+
 	downsync  *downsync.Controller
 	status    *status.Controller
 	upsync    *upsync.Controller
@@ -120,6 +124,9 @@ func New(cfg Config) (*Syncer, error) {
 		resolveQueue: framework.NewLoopQueue[string]("resolve", cfg.Metrics.WorkqueueProvider()),
 	}
 	s.state.Store(emptySnapshot())
+	if cfg.DeletionBreaker.Count > 0 {
+		s.deletions = breaker.New(cfg.DeletionBreaker, s.ownedAtEdge, s.releases, nil)
+	}
 	if cfg.UpstreamSource != nil {
 		s.up = informermanager.NewShared(Upstream, cfg.UpstreamSource, sideHandlers{s, false})
 	} else {
@@ -195,13 +202,17 @@ func (s *Syncer) probe(ctx context.Context, side string, disc discovery.Discover
 func (s *Syncer) newControllers() error {
 	cfg := s.cfg
 	var err error
-	if s.downsync, err = downsync.NewController(downsync.Config{
+	dcfg := downsync.Config{
 		Downstream: cfg.DownstreamDynamic, UpstreamInformers: s.up, DownstreamInformers: s.down,
 		Selection: downsyncView{s.snapshot}, Metrics: cfg.Metrics, Recorder: cfg.Recorder, SyncTargetName: cfg.SyncTargetName,
 		Mapping: mapping.Options{OwnerLabelValue: s.ownerLabel, Cluster: cfg.Cluster}, FieldManager: cfg.FieldManager, AdoptExisting: cfg.AdoptExisting,
 		ConflictRecheckPeriod: cfg.ConflictRecheckPeriod, OnOwnedDeleted: s.leftoverMayBeEmpty,
-		OnRefused: func(key framework.Key) { s.status.Recheck(key) },
-	}); err != nil {
+		OnRefused: func(key framework.Key) { s.status.Recheck(key) }, OnDeletionsHeld: s.deletionsHeld,
+	}
+	if s.deletions != nil {
+		dcfg.Deletions = s.deletions
+	}
+	if s.downsync, err = downsync.NewController(dcfg); err != nil {
 		return err
 	}
 	if s.status, err = status.NewController(status.Config{
@@ -272,6 +283,9 @@ func (s *Syncer) Run(ctx context.Context) error {
 	var work sync.WaitGroup // everything that reads the informers
 	defer work.Wait()
 	s.watchWarnings(ctx, &work)
+	if err := s.watchReleases(ctx); err != nil {
+		logger.Error(err, "Cannot watch the SyncerConfigs for releases of held deletions")
+	}
 	s.resolveQueue.Add(resolveKey)
 	work.Go(func() { framework.RunLoop(ctx, s.resolveQueue, s.resolveOnce) })
 	if p := s.cfg.DiscoveryRefreshPeriod; p > 0 {

@@ -131,6 +131,16 @@ type loopView struct {
 
 func (v loopView) Failures(limit int) (int, []problem.Problem) { return v.w.Loops(limit) }
 
+func (src sources) DeletionsHeld(limit int) (bool, time.Time, int, []string) {
+	st := src.s.deletions.State(limit)
+	src.s.cfg.Metrics.DeletionsHeld.Set(float64(st.Held))
+	ex := make([]string, 0, len(st.Examples))
+	for _, k := range st.Examples {
+		ex = append(ex, k.String())
+	}
+	return st.Tripped, st.Since, st.Held, ex
+}
+
 func (src sources) Reachability(side string) (bool, string, time.Time) {
 	return src.s.reachable(side)
 }

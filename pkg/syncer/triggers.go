@@ -25,6 +25,7 @@ func (s *Syncer) newTriggers() error {
 	if s.configInformer, err = s.up.Watch(edgev1.SyncerConfigResource, informermanager.Configs, configs, s.trigger(false, specChanged)); err != nil {
 		return err
 	}
+
 	if s.cfg.UpstreamSource == nil {
 		if s.upCRDs, err = s.up.Watch(crdGVR, informermanager.APIs, informermanager.Spec{}, s.trigger(true, nil)); err != nil {
 			return err

@@ -302,7 +302,7 @@ func TestPrometheusAlerts(t *testing.T) {
 		for _, g := range groups.Groups {
 			n += len(g.Rules)
 		}
-		return n == 9, fmt.Sprintf("%d rules loaded, want 9", n)
+		return n == 10, fmt.Sprintf("%d rules loaded, want 10", n)
 	})
 	eventually(t, 60*time.Second, "KubestellarSyncerDown fires for the target that does not answer", func() (bool, string) {
 		alerts, err := promAlerts(addr)

@@ -63,6 +63,8 @@ type Options struct {
 	AuditPeriod              time.Duration
 	ConflictRecheckPeriod    time.Duration
 	EdgeWarnings             bool
+	DeletionBreakerCount     int
+	DeletionBreakerPercent   int
 
 	// APIExportEndpointSlice, when set, serves every workspace bound to an APIExport through its
 	// virtual workspace (package mailboxes); --from-kubeconfig then points at the workspace that holds
@@ -124,6 +126,8 @@ func NewOptions() *Options {
 		AuditPeriod:              5 * time.Minute,
 		ConflictRecheckPeriod:    time.Minute,
 		EdgeWarnings:             true,
+		DeletionBreakerCount:     50,
+		DeletionBreakerPercent:   20,
 
 		Logs: logsapi.NewLoggingConfiguration(),
 	}
@@ -148,6 +152,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.AdoptExisting, "adopt-existing", o.AdoptExisting, "Take over downstream objects that exist without the syncer's mark (default: leave them alone and report a conflict).")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz (live) and /readyz (synced and connected); \"0\" disables them.")
+	fs.IntVar(&o.DeletionBreakerCount, "deletion-breaker-count", o.DeletionBreakerCount, "The deletion breaker: when more than this many deletions at the edge, and more than --deletion-breaker-percent of the objects the syncer owns there, fall due within a minute, every deletion is held (creates and updates go on) until released (condition DeletionsHeld on the SyncerConfigs says how). 0 disables it.")
+	fs.IntVar(&o.DeletionBreakerPercent, "deletion-breaker-percent", o.DeletionBreakerPercent, "The share of the objects the syncer owns at the edge, in percent, that the deletions due within a minute must also exceed for the deletion breaker to hold them (see --deletion-breaker-count).")
 	fs.BoolVar(&o.EdgeWarnings, "edge-warnings", o.EdgeWarnings, "Tell warnings at the edge about the objects the syncer wrote (Warning Events, and Pods' containers waiting to be pulled, crash-looping or OOM-killed, of the objects it wrote and of those they own) as Warning Events on their upstream objects, so that kubectl describe upstream shows why a workload does not run. Needs list and watch of events, pods and replicasets at the edge.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's /debug/pprof on the metrics address (heap?gc=1 collects first: what the benchmark reads).")
 	fs.Float64Var(&o.MemoryLimitRatio, "memory-limit-ratio", o.MemoryLimitRatio, "Share of the container's memory limit (its cgroup's) that the Go runtime keeps to, collecting garbage harder as it nears it instead of being killed; ignored when $GOMEMLIMIT is set or there is no limit; 0 disables it.")
@@ -239,6 +245,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MemoryLimitRatio < 0 || o.MemoryLimitRatio > 1 {
 		errs = append(errs, fmt.Sprintf("--memory-limit-ratio must be between 0 and 1 (got %v)", o.MemoryLimitRatio))
+	}
+	if o.DeletionBreakerCount < 0 || o.DeletionBreakerPercent < 0 || o.DeletionBreakerPercent > 100 {
+		errs = append(errs, "--deletion-breaker-count must not be negative, --deletion-breaker-percent must be between 0 and 100")
 	}
 	if o.AuditPeriod < 0 {
 		errs = append(errs, "--audit-period must not be negative")

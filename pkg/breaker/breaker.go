@@ -1,0 +1,173 @@
+package breaker
+
+import (
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/kubestellar/syncer/pkg/framework"
+)
+
+// Options are the breaker's limits.
+type Options struct {
+	// Count and Percent: the breaker trips when the deletions due within Window would be more than
+	// Count and more than Percent % of the objects the syncer owns at the edge. Count 0 disables it.
+	Count, Percent int
+	// Window is the sliding window (DefaultWindow when zero).
+	Window time.Duration
+}
+
+// ReleaseAnnotation, on a SyncerConfig, releases the deletions held when its value is at least the
+// count held and was written since the breaker tripped (Consider).
+const ReleaseAnnotation = "edge.kubestellar.io/release-deletions"
+
+// DefaultWindow is the sliding window deletions are counted in.
+const DefaultWindow = time.Minute
+
+// Breaker counts deletions and holds them once tripped. Its methods are safe for concurrent use.
+type Breaker struct {
+	opts     Options
+	owned    func() int
+	releases func() map[string]string
+	now      func() time.Time
+
+	mu      sync.Mutex
+	recent  []time.Time // the deletions let through within the window
+	tripped bool
+	since   time.Time
+	held    map[framework.Key]struct{}
+	// allowance is how many deletions go through uncounted after a release (the released ones).
+	allowance int
+	// baseline are the release annotations as they were when the breaker tripped: only a release
+	// made since counts.
+	baseline map[string]string
+}
+
+// New returns a breaker; owned counts the objects the syncer owns at the edge now; releases reads
+// the release annotations of the configs now (config name → value; see Consider); now is the clock
+// (time.Now when nil).
+func New(opts Options, owned func() int, releases func() map[string]string, now func() time.Time) *Breaker {
+	if opts.Window <= 0 {
+		opts.Window = DefaultWindow
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Breaker{opts: opts, owned: owned, releases: releases, now: now, held: map[framework.Key]struct{}{}}
+}
+
+// Allow tells whether the deletion of key may go ahead now; false: it is held (remembered, and
+// returned by a release). tripped is true for the one call that tripped the breaker.
+func (b *Breaker) Allow(key framework.Key) (ok, tripped bool) {
+	if b == nil || b.opts.Count <= 0 {
+		return true, false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.tripped {
+		b.held[key] = struct{}{}
+		return false, false
+	}
+	if b.allowance > 0 {
+		b.allowance--
+		return true, false
+	}
+	now := b.now()
+	cut := 0
+	for cut < len(b.recent) && now.Sub(b.recent[cut]) > b.opts.Window {
+		cut++
+	}
+	b.recent = b.recent[cut:]
+	due := len(b.recent) + 1
+	if due > b.opts.Count && due*100 > b.opts.Percent*b.owned() {
+		b.trip(now)
+		b.held[key] = struct{}{}
+		return false, true
+	}
+	b.recent = append(b.recent, now)
+	return true, false
+}
+
+// Forget drops a held key whose deletion is no longer due (its object is wanted again).
+func (b *Breaker) Forget(key framework.Key) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	delete(b.held, key)
+	b.mu.Unlock()
+}
+
+// Hold trips the breaker without a count (a syncer restarted while holding): deletions are held
+// until a release.
+func (b *Breaker) Hold() {
+	if b == nil || b.opts.Count <= 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.tripped {
+		b.trip(b.now())
+	}
+}
+
+// trip starts holding, recording the release annotations as they are; b.mu is held.
+func (b *Breaker) trip(now time.Time) {
+	b.tripped, b.since, b.baseline = true, now, b.releases()
+}
+
+// State is what the breaker holds.
+type State struct {
+	Tripped bool
+	Since   time.Time
+	// Held is how many deletions are held; Examples the first of them, by key.
+	Held     int
+	Examples []framework.Key
+}
+
+// State says what the breaker holds, with up to limit examples.
+func (b *Breaker) State(limit int) State {
+	if b == nil {
+		return State{}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := State{Tripped: b.tripped, Since: b.since, Held: len(b.held)}
+	for k := range b.held {
+		s.Examples = append(s.Examples, k)
+	}
+	sort.Slice(s.Examples, func(i, j int) bool { return s.Examples[i].String() < s.Examples[j].String() })
+	if len(s.Examples) > limit {
+		s.Examples = s.Examples[:limit]
+	}
+	return s
+}
+
+// Consider looks at the release annotations of the configs (config name → value): when tripped,
+// the first made since it tripped (a value it did not have then) that names at least the count held
+// releases them all; they are returned, for their deletions to be processed again (uncounted).
+func (b *Breaker) Consider(releases map[string]string) []framework.Key {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.tripped {
+		return nil
+	}
+	for name, v := range releases {
+		n, err := strconv.Atoi(v)
+		if v == b.baseline[name] || err != nil || n < len(b.held) {
+			continue
+		}
+		keys := make([]framework.Key, 0, len(b.held))
+		for k := range b.held {
+			keys = append(keys, k)
+		}
+		b.tripped, b.held, b.recent, b.baseline = false, map[framework.Key]struct{}{}, nil, nil
+		b.allowance = len(keys)
+		return keys
+	}
+	return nil
+}

@@ -1,0 +1,94 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// TestDeletionBreaker: a SyncerConfig changed by mistake deselects 30 objects at once; with a breaker
+// of 10 deletions (and 20% of what the syncer owns) a minute, 10 go and the other 20 are held:
+// condition DeletionsHeld says how many and how to let them go, the metric counts them, creates go on,
+// a restart keeps holding, a release naming fewer than held releases nothing, one naming them all
+// lets them go.
+func TestDeletionBreaker(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ns, other := f.namespace("ns"), f.namespace("other")
+	for i := 0; i < 30; i++ {
+		f.create(f.up, gvrConfigMaps, configMap(ns, fmt.Sprintf("c%02d", i), map[string]interface{}{"k": "v"}))
+	}
+	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps")))
+	args := withArgs("--deletion-breaker-count=10", "--deletion-breaker-percent=20", "--heartbeat-period=1s")
+	p := f.startSyncer(f.ownConfigs(), args)
+	f.waitFor(f.down, gvrConfigMaps, ns, "c29", hasMark)
+	f.waitFor(f.down, gvrConfigMaps, ns, "c00", hasMark)
+
+	f.syncerConfig(f.name, nsScope([]string{other}, resource("", "v1", "configmaps"))) // the mistake
+	held := func(n int) {
+		t.Helper()
+		f.waitFor(f.up, gvrSyncerConfig, "", f.name, func(o *unstructured.Unstructured) (bool, string) {
+			status, reason, msg := conditionOf(o, "DeletionsHeld")
+			return status == "True" && reason == "TooManyDeletions" && strings.Contains(msg, fmt.Sprintf(`edge.kubestellar.io/release-deletions="%d"`, n)),
+				fmt.Sprintf("DeletionsHeld %s %s: %s", status, reason, msg)
+		})
+	}
+	held(20)
+	if n := edgeCopies(f, ns); n != 20 {
+		t.Errorf("%d ConfigMaps left at the edge; want the 20 held", n)
+	}
+	if got := p.metrics()["kubestellar_syncer_deletions_held"]; got != 20 {
+		t.Errorf("kubestellar_syncer_deletions_held = %v, want 20", got)
+	}
+	f.create(f.up, gvrConfigMaps, configMap(other, "new", map[string]interface{}{"k": "v"}))
+	f.waitFor(f.down, gvrConfigMaps, other, "new", hasMark) // creates go on
+
+	// A restart keeps holding.
+	p.stop()
+	p = f.startSyncer(f.ownConfigs(), args)
+	held(20)
+	if n, got := edgeCopies(f, ns), p.metrics()["kubestellar_syncer_deletions_held"]; n != 20 || got != 20 {
+		t.Errorf("after a restart: %d ConfigMaps left at the edge, kubestellar_syncer_deletions_held %v; want the 20 held", n, got)
+	}
+
+	release := func(count string) {
+		f.update(f.up, gvrSyncerConfig, "", f.name, func(o *unstructured.Unstructured) {
+			a := o.GetAnnotations()
+			if a == nil {
+				a = map[string]string{}
+			}
+			a["edge.kubestellar.io/release-deletions"] = count
+			o.SetAnnotations(a)
+		})
+	}
+	release("5")
+	held(20)
+	release("20")
+	eventually(t, podTimeout, "the released deletions done", func() (bool, string) {
+		n := edgeCopies(f, ns)
+		return n == 0, fmt.Sprintf("%d left", n)
+	})
+	f.waitFor(f.up, gvrSyncerConfig, "", f.name, func(o *unstructured.Unstructured) (bool, string) {
+		status, reason, _ := conditionOf(o, "DeletionsHeld")
+		return status == "False" && reason == "NoneHeld", fmt.Sprintf("DeletionsHeld %s %s", status, reason)
+	})
+}
+
+// edgeCopies counts the syncer's ConfigMaps at the edge in a namespace.
+func edgeCopies(f *fixture, ns string) int {
+	f.t.Helper()
+	list, err := f.down.dyn.Resource(gvrConfigMaps).Namespace(ns).List(f.ctx, metav1.ListOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	n := 0
+	for _, o := range list.Items {
+		if ok, _ := hasMark(&o); ok {
+			n++
+		}
+	}
+	return n
+}
