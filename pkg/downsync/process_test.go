@@ -633,7 +633,7 @@ func TestRefusalsPruned(t *testing.T) {
 type refusingDeletions struct{ asked, forgotten int }
 
 func (r *refusingDeletions) Allow(framework.Key) (bool, bool) { r.asked++; return false, r.asked == 1 }
-func (r *refusingDeletions) Forget(framework.Key)              { r.forgotten++ }
+func (r *refusingDeletions) Forget(framework.Key)             { r.forgotten++ }
 
 // TestDeletionHeldByTheBreaker: a deletion the breaker holds is not made, and the engine is told once
 // that holding started; a wanted object is written as ever, and its key forgotten by the breaker.
