@@ -16,14 +16,22 @@ type Options struct {
 	Count, Percent int
 	// Window is the sliding window (DefaultWindow when zero).
 	Window time.Duration
+	// Grace is how long a deletion waits after it falls due before it is made (DefaultGrace when
+	// zero): long enough for the deletions a single change makes due (a config deleted, say) to be
+	// counted together, so that a burst over the limit deletes nothing.
+	Grace time.Duration
 }
 
 // ReleaseAnnotation, on a SyncerConfig, releases the deletions held when its value is at least the
 // count held and was written since the breaker tripped (Consider).
 const ReleaseAnnotation = "edge.kubestellar.io/release-deletions"
 
-// DefaultWindow is the sliding window deletions are counted in.
-const DefaultWindow = time.Minute
+// DefaultWindow is the sliding window deletions are counted in, and DefaultGrace how long a deletion
+// waits once due.
+const (
+	DefaultWindow = time.Minute
+	DefaultGrace  = time.Second
+)
 
 // Breaker counts deletions and holds them once tripped. Its methods are safe for concurrent use.
 type Breaker struct {
@@ -32,8 +40,10 @@ type Breaker struct {
 	releases func() map[string]string
 	now      func() time.Time
 
-	mu      sync.Mutex
-	recent  []time.Time // the deletions let through within the window
+	mu     sync.Mutex
+	recent []time.Time // the deletions let through within the window
+	// pending are the deletions due and waiting out the grace period, since when.
+	pending map[framework.Key]time.Time
 	tripped bool
 	since   time.Time
 	held    map[framework.Key]struct{}
@@ -51,27 +61,32 @@ func New(opts Options, owned func() int, releases func() map[string]string, now 
 	if opts.Window <= 0 {
 		opts.Window = DefaultWindow
 	}
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGrace
+	}
 	if now == nil {
 		now = time.Now
 	}
-	return &Breaker{opts: opts, owned: owned, releases: releases, now: now, held: map[framework.Key]struct{}{}}
+	return &Breaker{opts: opts, owned: owned, releases: releases, now: now, held: map[framework.Key]struct{}{},
+		pending: map[framework.Key]time.Time{}}
 }
 
-// Allow tells whether the deletion of key may go ahead now; false: it is held (remembered, and
-// returned by a release). tripped is true for the one call that tripped the breaker.
-func (b *Breaker) Allow(key framework.Key) (ok, tripped bool) {
+// Allow tells whether the deletion of key may go ahead now: ok, or to be asked again after wait (it
+// fell due less than Options.Grace ago), or held (neither: remembered, and returned by a release).
+// tripped is true for the one call that tripped the breaker.
+func (b *Breaker) Allow(key framework.Key) (ok bool, wait time.Duration, tripped bool) {
 	if b == nil || b.opts.Count <= 0 {
-		return true, false
+		return true, 0, false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.tripped {
 		b.held[key] = struct{}{}
-		return false, false
+		return false, 0, false
 	}
 	if b.allowance > 0 {
 		b.allowance--
-		return true, false
+		return true, 0, false
 	}
 	now := b.now()
 	cut := 0
@@ -79,42 +94,42 @@ func (b *Breaker) Allow(key framework.Key) (ok, tripped bool) {
 		cut++
 	}
 	b.recent = b.recent[cut:]
-	due := len(b.recent) + 1
-	if due > b.opts.Count && due*100 > b.opts.Percent*b.owned() {
-		b.trip(now)
-		b.held[key] = struct{}{}
-		return false, true
+	since, seen := b.pending[key]
+	if !seen {
+		since = now
+		b.pending[key] = now
 	}
+	if due := len(b.recent) + len(b.pending); due > b.opts.Count && due*100 > b.opts.Percent*b.owned() {
+		b.trip(now)
+		return false, 0, true
+	}
+	if left := b.opts.Grace - now.Sub(since); left > 0 {
+		return false, left, false
+	}
+	delete(b.pending, key)
 	b.recent = append(b.recent, now)
-	return true, false
+	return true, 0, false
 }
 
-// Forget drops a held key whose deletion is no longer due (its object is wanted again).
+// Forget drops a held or pending key whose deletion is no longer due (its object is wanted again).
 func (b *Breaker) Forget(key framework.Key) {
 	if b == nil {
 		return
 	}
 	b.mu.Lock()
 	delete(b.held, key)
+	delete(b.pending, key)
 	b.mu.Unlock()
 }
 
-// Hold trips the breaker without a count (a syncer restarted while holding): deletions are held
-// until a release.
-func (b *Breaker) Hold() {
-	if b == nil || b.opts.Count <= 0 {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !b.tripped {
-		b.trip(b.now())
-	}
-}
-
-// trip starts holding, recording the release annotations as they are; b.mu is held.
+// trip starts holding every deletion due (those waiting out their grace too), recording the release
+// annotations as they are; b.mu is held.
 func (b *Breaker) trip(now time.Time) {
 	b.tripped, b.since, b.baseline = true, now, b.releases()
+	for k := range b.pending {
+		b.held[k] = struct{}{}
+	}
+	b.pending = map[framework.Key]time.Time{}
 }
 
 // State is what the breaker holds.

@@ -101,17 +101,3 @@ func names(entries []targetEntry) string {
 	}
 	return out
 }
-
-// HeldFor tells whether a config says that sync target's deletion breaker holds deletions: condition
-// DeletionsHeld True in the target's status.syncTargets entry, or, when the config has no entries
-// (written before there were), in its own conditions.
-func HeldFor(cfg *unstructured.Unstructured, target string) bool {
-	entries := targetEntries(cfg)
-	conds := entries[target].conditions
-	if len(entries) == 0 {
-		raw, _, _ := unstructured.NestedSlice(cfg.Object, "status", "conditions")
-		conds = readConditions(raw)
-	}
-	c := meta.FindStatusCondition(conds, DeletionsHeld)
-	return c != nil && c.Status == metav1.ConditionTrue
-}

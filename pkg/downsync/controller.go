@@ -107,9 +107,9 @@ type Config struct {
 
 // Deletions decides whether a deletion at the edge may go ahead now (package breaker).
 type Deletions interface {
-	// Allow tells whether the deletion of key may go ahead; false: it is held, and comes back as a
-	// key to process when released. tripped: this call started the holding.
-	Allow(key framework.Key) (ok, tripped bool)
+	// Allow tells whether the deletion of key may go ahead: ok, or to be asked again after wait, or
+	// held (it comes back as a key to process when released). tripped: this call started the holding.
+	Allow(key framework.Key) (ok bool, wait time.Duration, tripped bool)
 	// Forget drops a held key that is wanted again.
 	Forget(key framework.Key)
 }

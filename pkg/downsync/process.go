@@ -98,7 +98,7 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	} else {
 		c.writes.ClearConflict(key)
 	}
-	return 0, c.delete(ctx, key, r, downObj)
+	return c.delete(ctx, key, r, downObj)
 }
 
 // upsyncedCopy says why a selected upstream object carrying an upsync mark is not downsynced: at
@@ -132,43 +132,46 @@ func (c *Controller) deleteUnrenamed(ctx context.Context, key framework.Key, r R
 	return err
 }
 
-// delete deletes an owned downstream object that is no longer wanted.
-func (c *Controller) delete(ctx context.Context, key framework.Key, r Resource, downObj *unstructured.Unstructured) error {
+// delete deletes an owned downstream object that is no longer wanted, once the deletion breaker lets
+// it (it may ask to look again after a while).
+func (c *Controller) delete(ctx context.Context, key framework.Key, r Resource, downObj *unstructured.Unstructured) (time.Duration, error) {
 	switch {
 	case downObj == nil:
 		klog.FromContext(ctx).V(logging.Skip).Info("Not wanted, and no edge object to delete")
-		return nil
+		return 0, nil
 	case !mapping.OwnedDownstream(downObj) || downObj.GetDeletionTimestamp() != nil:
-		return nil
+		return 0, nil
 	case !c.ours(downObj):
 		// Another sync target's (or, serving several workspaces, another workspace's) copy: the edge's
 		// Namespaces are watched whole, so another syncer's namespace shows up here.
 		klog.FromContext(ctx).V(logging.Skip).Info("Not deleting another syncer's or workspace's object",
 			"owner", mapping.OwnerOf(downObj), "workspace", mapping.ClusterOf(downObj))
-		return nil
+		return 0, nil
 	case mapping.CreateOnly(downObj):
 		klog.FromContext(ctx).V(logging.Skip).Info("Not deleting a create-only object", "annotation", mapping.OverwriteAnnotation)
-		return nil
+		return 0, nil
 	case mapping.KeepOnDelete(downObj):
 		klog.FromContext(ctx).V(logging.Skip).Info("Not deleting: the configs that selected it do not propagate deletion", "annotation", mapping.PropagateDeletionAnnotation)
-		return nil
+		return 0, nil
 	}
 	if d := c.cfg.Deletions; d != nil {
-		switch ok, tripped := d.Allow(key); {
+		switch ok, wait, tripped := d.Allow(key); {
 		case tripped:
 			klog.FromContext(ctx).Info("Holding every deletion at the edge: too many fell due at once (the deletion breaker); see condition DeletionsHeld on the SyncerConfigs")
 			if c.cfg.OnDeletionsHeld != nil {
 				c.cfg.OnDeletionsHeld()
 			}
-			return nil
+			return 0, nil
+		case wait > 0:
+			return wait, nil // counted with the others due now
 		case !ok:
 			klog.FromContext(ctx).V(logging.Change).Info("Deletion held by the deletion breaker")
-			return nil
+			return 0, nil
 		}
 	}
 	client := c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace)
 	_, err := c.writes.DeleteOwned(ctx, client, key, downObj, "Deleted downstream object")
-	return err
+	return 0, err
 }
 
 // apply creates or updates the downstream object of a wanted upstream object.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -632,8 +633,11 @@ func TestRefusalsPruned(t *testing.T) {
 // refusingDeletions is a deletion breaker that holds every deletion (and says it tripped once).
 type refusingDeletions struct{ asked, forgotten int }
 
-func (r *refusingDeletions) Allow(framework.Key) (bool, bool) { r.asked++; return false, r.asked == 1 }
-func (r *refusingDeletions) Forget(framework.Key)             { r.forgotten++ }
+func (r *refusingDeletions) Allow(framework.Key) (bool, time.Duration, bool) {
+	r.asked++
+	return false, 0, r.asked == 1
+}
+func (r *refusingDeletions) Forget(framework.Key) { r.forgotten++ }
 
 // TestDeletionHeldByTheBreaker: a deletion the breaker holds is not made, and the engine is told once
 // that holding started; a wanted object is written as ever, and its key forgotten by the breaker.

@@ -76,20 +76,12 @@ func (s *Syncer) deletionsHeld() {
 	}
 }
 
-// watchReleases starts the breaker: holding again when a SyncerConfig says it held deletions
-// before a restart (in its entry for this sync target, or, without entries, in its own conditions),
-// then looking at the release annotations whenever a SyncerConfig changes.
+// watchReleases lets the breaker look at the release annotations whenever a SyncerConfig changes.
+// (A syncer restarted while holding needs nothing more: the same deletions fall due at once and are
+// held again, unless its limits were raised above them.)
 func (s *Syncer) watchReleases(ctx context.Context) error {
 	if s.deletions == nil {
 		return nil
-	}
-	for _, u := range s.configs() {
-		if conditions.HeldFor(u, s.cfg.SyncTargetName) {
-			klog.FromContext(ctx).Info("The deletion breaker held deletions before this restart; holding them again until released",
-				"config", u.GetName())
-			s.deletions.Hold()
-			break
-		}
 	}
 	_, err := s.configInformer.AddHandler(s.releaseHandler(ctx))
 	return err

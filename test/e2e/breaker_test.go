@@ -9,11 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// TestDeletionBreaker: a SyncerConfig changed by mistake deselects 30 objects at once; with a breaker
-// of 10 deletions (and 20% of what the syncer owns) a minute, 10 go and the other 20 are held:
-// condition DeletionsHeld says how many and how to let them go, the metric counts them, creates go on,
-// a restart keeps holding, a release naming fewer than held releases nothing, one naming them all
-// lets them go.
+// TestDeletionBreaker: a SyncerConfig changed by mistake deselects 30 objects and their namespace at
+// once; with a breaker of 10 deletions (and 20% of what the syncer owns) a minute, none goes, all 31
+// are held: condition
+// DeletionsHeld says how many and how to let them go, the metric counts them, creates go on, a
+// restart keeps holding, a release naming fewer than held releases nothing, one naming them all lets
+// them go.
 func TestDeletionBreaker(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -36,12 +37,12 @@ func TestDeletionBreaker(t *testing.T) {
 				fmt.Sprintf("DeletionsHeld %s %s: %s", status, reason, msg)
 		})
 	}
-	held(20)
-	if n := edgeCopies(f, ns); n != 20 {
-		t.Errorf("%d ConfigMaps left at the edge; want the 20 held", n)
+	held(31)
+	if n := edgeCopies(f, ns); n != 30 {
+		t.Errorf("%d ConfigMaps left at the edge; want all 30 held", n)
 	}
-	if got := p.metrics()["kubestellar_syncer_deletions_held"]; got != 20 {
-		t.Errorf("kubestellar_syncer_deletions_held = %v, want 20", got)
+	if got := p.metrics()["kubestellar_syncer_deletions_held{}"]; got != 31 {
+		t.Errorf("kubestellar_syncer_deletions_held = %v, want 31 (the ConfigMaps and their namespace)", got)
 	}
 	f.create(f.up, gvrConfigMaps, configMap(other, "new", map[string]interface{}{"k": "v"}))
 	f.waitFor(f.down, gvrConfigMaps, other, "new", hasMark) // creates go on
@@ -49,10 +50,15 @@ func TestDeletionBreaker(t *testing.T) {
 	// A restart keeps holding.
 	p.stop()
 	p = f.startSyncer(f.ownConfigs(), args)
-	held(20)
-	if n, got := edgeCopies(f, ns), p.metrics()["kubestellar_syncer_deletions_held"]; n != 20 || got != 20 {
-		t.Errorf("after a restart: %d ConfigMaps left at the edge, kubestellar_syncer_deletions_held %v; want the 20 held", n, got)
-	}
+	eventually(t, podTimeout, "the restarted syncer holds the 31 deletions", func() (bool, string) {
+		m, err := p.scrape()
+		if err != nil {
+			return false, err.Error()
+		}
+		n, got := edgeCopies(f, ns), m["kubestellar_syncer_deletions_held{}"]
+		return n == 30 && got == 31, fmt.Sprintf("%d ConfigMaps left at the edge, kubestellar_syncer_deletions_held %v", n, got)
+	})
+	held(31)
 
 	release := func(count string) {
 		f.update(f.up, gvrSyncerConfig, "", f.name, func(o *unstructured.Unstructured) {
@@ -65,8 +71,8 @@ func TestDeletionBreaker(t *testing.T) {
 		})
 	}
 	release("5")
-	held(20)
-	release("20")
+	held(31)
+	release("31")
 	eventually(t, podTimeout, "the released deletions done", func() (bool, string) {
 		n := edgeCopies(f, ns)
 		return n == 0, fmt.Sprintf("%d left", n)

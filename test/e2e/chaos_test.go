@@ -48,6 +48,11 @@ type writer struct {
 	errors  int
 }
 
+// highChurn runs the syncer without the deletion breaker, for the tests whose writers delete several
+// objects a second out of a few dozen: far past the breaker's limits, by design. The breaker is
+// tested on its own (TestDeletionBreaker).
+var highChurn = withArgs("--deletion-breaker-count=0")
+
 func startWriter(f *fixture, side func() clients, namespaces []string, names int, interval time.Duration, maxChanges int, seed int64) *writer {
 	w := &writer{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
@@ -186,7 +191,7 @@ func TestFaultKillRoundsUnderWriter(t *testing.T) {
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	const rounds = 5
 	for i := 0; i < rounds; i++ {
-		p := f.startSyncer()
+		p := f.startSyncer(highChurn)
 		// Fault injection, not a wait: the kill lands at a random point of the syncer's work.
 		time.Sleep(time.Duration(1000+rng.Intn(2500)) * time.Millisecond)
 		p.kill()
@@ -194,7 +199,7 @@ func TestFaultKillRoundsUnderWriter(t *testing.T) {
 			t.Fatalf("round %d: the syncer panicked:\n%s", i, p.tail(40))
 		}
 	}
-	p := f.startSyncer()
+	p := f.startSyncer(highChurn)
 	changes, errs := w.halt()
 	f.waitConverged(ns, 60*time.Second, "unowned")
 	untouched()

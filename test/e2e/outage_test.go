@@ -94,7 +94,7 @@ func newOutageScenario(t *testing.T, side string) *outageScenario {
 		flag, server = "--from-kubeconfig=", upstream
 	}
 	o.px = startListProxy(t, server)
-	o.p = f.startSyncer(withArgs(flag+o.px.kubeconfig(t, server), "--audit-period="+auditPeriod.String()))
+	o.p = f.startSyncer(withArgs(flag+o.px.kubeconfig(t, server), "--audit-period="+auditPeriod.String()), highChurn)
 	o.waitConverged(60 * time.Second)
 	return o
 }
