@@ -90,6 +90,9 @@ type Controller struct {
 	// releasing are the keys of edge copies deleted after their resource left the selection: their
 	// upstream objects may still name this target as running them (edgeCopyGone).
 	releasing sync.Map // framework.Key -> struct{}
+	// forbidden are the resources whose objects the syncer may not label upstream, since when (said
+	// once each; tried again after forbiddenRetry).
+	forbidden sync.Map // schema.GroupResource -> time.Time
 }
 
 // NewController wires the controller; it does no API I/O.

@@ -2,15 +2,18 @@ package status
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/framework/fakeinformers"
@@ -332,5 +335,33 @@ func TestReleaseWhenTheResourceLeavesTheSelection(t *testing.T) {
 	c.Handler(true, widgets).OnDelete(widget(nil, true))
 	if _, err := c.process(context.Background(), framework.Key{GVR: widgets, Namespace: "ns", Name: "w"}); err != nil || len(client.Actions()) != 1 {
 		t.Errorf("a selected resource's edge copy gone (not in the upstream cache): %v, writes %v", err, client.Actions())
+	}
+}
+
+// TestLabelForbiddenReturnsStatusAnyway: an identity that may not patch the upstream objects (made
+// before status return labelled them) still gets their status returned.
+func TestLabelForbiddenReturnsStatusAnyway(t *testing.T) {
+	up := runBy(widget(nil, false))
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{widgets: "WidgetList"}, up.DeepCopy())
+	client.PrependReactor("patch", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(widgets.GroupResource(), "w", errors.New("no patch"))
+	})
+	c, err := NewController(Config{
+		Upstream: client, Metrics: metrics.New(prometheus.NewRegistry()), Selection: view{hasStatus: true, returns: true}, SyncTargetName: "edge-1",
+		UpstreamInformers: fakeinformers.Informers{widgets: fakeinformers.With(up)}, DownstreamInformers: fakeinformers.Informers{widgets: fakeinformers.With(widget(map[string]interface{}{"phase": "Ready"}, true))},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.process(context.Background(), framework.Key{GVR: widgets, Namespace: "ns", Name: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	var verbs []string
+	for _, a := range client.Actions() {
+		verbs = append(verbs, a.GetVerb()+"/"+a.GetSubresource())
+	}
+	if strings.Join(verbs, ",") != "patch/,update/status" {
+		t.Errorf("writes %v; want the refused label, then the status", verbs)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,11 +39,18 @@ func (c *Controller) register(ctx context.Context, key framework.Key, r Resource
 	return c.patchLabel(ctx, key, r, up, c.executing, value, result)
 }
 
+// forbiddenRetry is how long labelling a resource's objects is not tried again after the upstream
+// refused it (forbidden).
+const forbiddenRetry = 5 * time.Minute
+
 // patchLabel sets (or, for nil, removes) one label on the upstream object up by a merge patch with a
 // precondition on the resourceVersion read, counted as a status write with result. wrote tells that
 // it wrote (or that up changed meanwhile): the write's event brings the key back.
 func (c *Controller) patchLabel(ctx context.Context, key framework.Key, r Resource, up *unstructured.Unstructured,
 	label string, value interface{}, result string) (wrote bool, err error) {
+	if at, ok := c.forbidden.Load(key.GVR.GroupResource()); ok && time.Since(at.(time.Time)) < forbiddenRetry {
+		return false, nil // refused lately: not asked again for every status
+	}
 	patch, err := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{
 		"resourceVersion": up.GetResourceVersion(), // only over what was read
 		"labels":          map[string]interface{}{label: value}}})
@@ -56,6 +64,15 @@ func (c *Controller) patchLabel(ctx context.Context, key framework.Key, r Resour
 	case apierrors.IsConflict(err):
 		c.cfg.Metrics.Writes.WithLabelValues(metrics.Status, key.GVR.GroupResource().String(), metrics.Conflict).Inc()
 		return true, nil // the upstream event that made the cache behind brings the key back
+	case apierrors.IsForbidden(err):
+		// An identity made before status return labelled objects (syncer-gen's least RBAC granted no
+		// patch): status return goes on without the label, and says so once per resource.
+		c.cfg.Metrics.Writes.WithLabelValues(metrics.Status, key.GVR.GroupResource().String(), metrics.Error).Inc()
+		if _, said := c.forbidden.Swap(key.GVR.GroupResource(), time.Now()); !said {
+			klog.FromContext(ctx).Error(err, "May not label objects upstream; returning their status without naming the sync target on them, so another sync target running them is not noticed (run syncer-gen again to grant patch)",
+				"resource", key.GVR.GroupResource().String(), "label", label)
+		}
+		return false, nil
 	case err != nil:
 		return false, c.writes.Failed(key, up, "StatusFailed", "writing label "+label+" upstream", err)
 	}
