@@ -3,6 +3,7 @@ package syncer
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/kubestellar/syncer/pkg/breaker"
 	"github.com/kubestellar/syncer/pkg/conditions"
+	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/metrics"
 )
 
@@ -86,3 +88,17 @@ func (s *Syncer) watchReleases(ctx context.Context) error {
 	_, err := s.configInformer.AddHandler(s.releaseHandler(ctx))
 	return err
 }
+
+// drainingBypass is the breaker as downsync sees it, but for a draining engine (its workspace no
+// longer bound: package mailboxes), whose deletions go ahead: unbinding is deliberate, and a
+// drained workspace has no SyncerConfig left to release held deletions on.
+type drainingBypass struct{ s *Syncer }
+
+func (d drainingBypass) Allow(key framework.Key) (bool, time.Duration, bool) {
+	if d.s.draining.Load() {
+		return true, 0, false
+	}
+	return d.s.deletions.Allow(key)
+}
+
+func (d drainingBypass) Forget(key framework.Key) { d.s.deletions.Forget(key) }

@@ -210,7 +210,7 @@ func (s *Syncer) newControllers() error {
 		OnRefused: func(key framework.Key) { s.status.Recheck(key) }, OnDeletionsHeld: s.deletionsHeld,
 	}
 	if s.deletions != nil {
-		dcfg.Deletions = s.deletions
+		dcfg.Deletions = drainingBypass{s}
 	}
 	if s.downsync, err = downsync.NewController(dcfg); err != nil {
 		return err
