@@ -3,6 +3,7 @@ package conditions
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -92,12 +93,9 @@ func summed(target string, ours []metav1.Condition, others []targetEntry) []meta
 }
 
 func names(entries []targetEntry) string {
-	out := ""
+	out := make([]string, len(entries))
 	for i, e := range entries {
-		if i > 0 {
-			out += ", "
-		}
-		out += e.name
+		out[i] = e.name
 	}
-	return out
+	return strings.Join(out, ", ")
 }

@@ -161,7 +161,7 @@ func (c *Controller) Handler(downstream bool, gvr schema.GroupVersionResource) c
 				return
 			}
 			u := framework.ObjectOf(obj) // in a slim cache, its metadata and status only
-			if u != nil && !carriesStatus(u) && u.GetAnnotations()[mapping.UpstreamResourceVersionAnnotation] == "" {
+			if u != nil && !carriesStatus(u) && !tellsVersion(u) {
 				return // nothing to return or tell (a create's echo); its first status comes as an update
 			}
 			enqueue(u)
@@ -230,8 +230,10 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	switch {
 	case down != nil && !mapping.OwnedDownstream(down):
 		return 0, nil
-	case down != nil && !carriesStatus(down) && !refusals && down.GetAnnotations()[mapping.UpstreamResourceVersionAnnotation] == "":
+	case down != nil && !carriesStatus(down) && !refusals && !tellsVersion(down):
 		return 0, nil // no status to return, no version to tell: the upstream object is not read
+	case down == nil && !refusals && !c.namedUpstream(r, key):
+		return 0, nil // nothing to say, no label to take back: the upstream object is not decoded
 	}
 	up, synced, err := framework.Cached(c.cfg.UpstreamInformers, r.Upstream, key.Namespace, key.Name)
 	if err != nil || !synced {

@@ -300,8 +300,8 @@ func processOnce(t *testing.T, up, down *unstructured.Unstructured, r refusals) 
 }
 
 // TestReleaseWhenTheResourceLeavesTheSelection: an edge copy deleted after its resource left the
-// selection (a leftover) releases its upstream object: one merge patch removing the annotation that
-// names this target as running it.
+// selection (a leftover) releases its upstream object: one merge patch removing the label that names
+// this target as running it.
 func TestReleaseWhenTheResourceLeavesTheSelection(t *testing.T) {
 	gadgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gadgets"}
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gadgets: "GadgetList", widgets: "WidgetList"})

@@ -51,13 +51,7 @@ func (c *Controller) patchLabel(ctx context.Context, key framework.Key, r Resour
 	if at, ok := c.forbidden.Load(key.GVR.GroupResource()); ok && time.Since(at.(time.Time)) < forbiddenRetry {
 		return false, nil // refused lately: not asked again for every status
 	}
-	patch, err := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{
-		"resourceVersion": up.GetResourceVersion(), // only over what was read
-		"labels":          map[string]interface{}{label: value}}})
-	if err != nil {
-		return false, err
-	}
-	_, err = c.cfg.Upstream.Resource(r.Upstream).Namespace(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	err = c.patchLabelOf(ctx, r.Upstream, key, label, value, up.GetResourceVersion()) // only over what was read
 	switch {
 	case apierrors.IsNotFound(err):
 		return true, nil
@@ -129,15 +123,53 @@ func (c *Controller) release(ctx context.Context, key framework.Key) error {
 	if _, ok := c.releasing.Load(key); !ok {
 		return nil
 	}
-	patch, err := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"labels": map[string]interface{}{c.executing: nil}}})
-	if err != nil {
-		return err
-	}
-	_, err = c.cfg.Upstream.Resource(key.GVR).Namespace(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	err := c.patchLabelOf(ctx, key.GVR, key, c.executing, nil, "")
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) && !apierrors.IsMethodNotSupported(err) {
 		return fmt.Errorf("no longer naming the sync target on the upstream object: %w", err)
 	}
 	c.releasing.Delete(key)
 	klog.FromContext(ctx).V(logging.Change).Info("The sync target no longer runs the object; released it upstream", "err", err)
 	return nil
+}
+
+// patchLabelOf sets (or, for nil, removes) one label on the upstream object of key, served at gvr,
+// by a merge patch; with a resourceVersion, only over that version.
+func (c *Controller) patchLabelOf(ctx context.Context, gvr schema.GroupVersionResource, key framework.Key, label string, value interface{},
+	resourceVersion string) error {
+	meta := map[string]interface{}{"labels": map[string]interface{}{label: value}}
+	if resourceVersion != "" {
+		meta["resourceVersion"] = resourceVersion
+	}
+	patch, err := json.Marshal(map[string]interface{}{"metadata": meta})
+	if err != nil {
+		return err
+	}
+	_, err = c.cfg.Upstream.Resource(gvr).Namespace(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+// namedUpstream tells whether the upstream object of key names this sync target as running it,
+// reading only its head from the cache (false while the cache is not synced: its sync enqueues the
+// key again).
+func (c *Controller) namedUpstream(r Resource, key framework.Key) bool {
+	cached, ok := framework.SyncedCache(c.cfg.UpstreamInformers, r.Upstream, key.Namespace)
+	if !ok || c.executing == "" {
+		return false
+	}
+	obj, err := cached.Get(key.Namespace, key.Name)
+	if err != nil || obj == nil {
+		return false
+	}
+	u := framework.MetaOf(obj)
+	if u == nil {
+		return false
+	}
+	_, named := u.GetLabels()[c.executing]
+	return named
+}
+
+// tellsVersion tells whether an edge copy records the upstream version it carries for its upstream
+// object to be told (mapping.ReportAppliedAnnotation): then it matters without a status.
+func tellsVersion(down *unstructured.Unstructured) bool {
+	return down.GetAnnotations()[mapping.UpstreamResourceVersionAnnotation] != ""
 }

@@ -182,10 +182,8 @@ func (c *Controller) fromEvent(e *unstructured.Unstructured) (warning, bool) {
 func lastSeen(e *unstructured.Unstructured) (time.Time, bool) {
 	for _, path := range [][]string{{"series", "lastObservedTime"}, {"lastTimestamp"}, {"eventTime"}} {
 		if s, ok, _ := unstructured.NestedString(e.Object, path...); ok && s != "" {
-			for _, layout := range []string{time.RFC3339Nano, time.RFC3339} {
-				if t, err := time.Parse(layout, s); err == nil {
-					return t, true
-				}
+			if t, err := time.Parse(time.RFC3339Nano, s); err == nil { // its fraction is optional
+				return t, true
 			}
 		}
 	}
