@@ -178,12 +178,14 @@ func DownstreamRules(mode string, configs []*edgev1.SyncerConfig) []rbacv1.Polic
 		return s.rules()
 	}
 	// Always watched: CRDs (to notice APIs) and namespaces (objects wait for theirs); Events, Pods
-	// and ReplicaSets for the warnings told upstream (--edge-warnings).
+	// and ReplicaSets for the warnings told upstream (--edge-warnings); HorizontalPodAutoscalers, whose
+	// targets' replicas are theirs.
 	s.add("apiextensions.k8s.io", "customresourcedefinitions", readVerbs...)
 	s.add("", "namespaces", readVerbs...)
 	s.add("", "events", readVerbs...)
 	s.add("", "pods", readVerbs...)
 	s.add("apps", "replicasets", readVerbs...)
+	s.add("autoscaling", "horizontalpodautoscalers", readVerbs...)
 	sel := selected(configs)
 	for _, r := range sel.downDown {
 		s.add(r[0], r[1], writeVerbs...)

@@ -66,6 +66,8 @@ type Selection interface {
 	Mentions(gr schema.GroupResource, kind string) bool
 	// PropagatesDeletion tells whether a selected object's edge copy goes when the object goes.
 	PropagatesDeletion(o selection.Object) bool
+	// RetainedFields are the fields of a selected object that the edge owns, sorted.
+	RetainedFields(o selection.Object) []mapping.FieldPath
 	// Resources lists the selected resources read upstream (their Upstream set; Downstream when the
 	// edge serves them).
 	Resources() []Resource
@@ -103,6 +105,15 @@ type Config struct {
 	Deletions Deletions
 	// OnDeletionsHeld, if set, is told when Deletions starts holding.
 	OnDeletionsHeld func()
+	// Autoscalers, if set, tells which edge objects an autoscaler there scales: their spec.replicas is
+	// the autoscaler's (a retained field).
+	Autoscalers Autoscalers
+}
+
+// Autoscalers tells which edge objects an autoscaler at the edge scales (package autoscale); known is
+// false until the autoscalers are listed.
+type Autoscalers interface {
+	Scales(gk schema.GroupKind, namespace, name string) (scales, known bool)
 }
 
 // Deletions decides whether a deletion at the edge may go ahead now (package breaker).
@@ -257,6 +268,20 @@ func (c *Controller) EnqueueResource(gr schema.GroupResource, namespace string) 
 	}
 	if !r.Downstream.Empty() {
 		framework.ForEachKey(c.cfg.DownstreamInformers, r.Downstream, namespace, func(ns, name string) { add(ns, r.Rename.UpName(name)) })
+	}
+}
+
+// EnqueueEdgeObject enqueues the object whose edge copy has that group, kind, namespace and name,
+// if the syncer holds such a copy (an autoscaler of it came or went).
+func (c *Controller) EnqueueEdgeObject(gk schema.GroupKind, namespace, name string) {
+	for _, r := range c.cfg.Selection.Resources() {
+		if r.Downstream.Empty() || r.Downstream.Group != gk.Group {
+			continue
+		}
+		down, synced, err := framework.Cached(c.cfg.DownstreamInformers, r.Downstream, namespace, name)
+		if err == nil && synced && down != nil && down.GetKind() == gk.Kind {
+			c.queue.Add(framework.Key{GVR: r.KeyGVR(), Namespace: namespace, Name: r.Rename.UpName(name)})
+		}
 	}
 }
 

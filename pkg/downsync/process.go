@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
@@ -195,14 +196,47 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 		}
 	}
 	opts := c.cfg.Mapping
-	opts.KeepOnDelete = !c.cfg.Selection.PropagatesDeletion(selection.ObjectOf(key.GVR.GroupResource(), upObj))
+	sel := selection.ObjectOf(key.GVR.GroupResource(), upObj)
+	opts.KeepOnDelete = !c.cfg.Selection.PropagatesDeletion(sel)
 	opts.Rename, opts.Generation = r.Rename, r.UpstreamHasStatus
+	retain, known := c.retained(sel, key, r, upObj)
+	if !known {
+		logger.V(logging.Skip).Info("Waiting for the edge's autoscalers to be listed: its replicas may be theirs")
+		return autoscalersWait, nil
+	}
+	opts.Retain = retain
 	desired, err := mapping.ToDownstream(upObj, opts)
 	if err != nil {
 		c.writes.Unmappable(ctx, key, err)
 		return 0, nil
 	}
-	return c.write(ctx, key, r, upObj, desired, downObj)
+	return c.write(ctx, key, r, upObj, desired, downObj, opts.Retain)
+}
+
+// autoscalersWait is how long an object with replicas waits for the edge's autoscalers to be listed.
+const autoscalersWait = time.Second
+
+// retained are the fields of an object that the edge owns: those the entries selecting it name, and
+// spec.replicas when an autoscaler at the edge scales its copy. Not known (ok false) for an object
+// with replicas before the edge's autoscalers are listed: applied then, its replicas would undo an
+// autoscaler's.
+func (c *Controller) retained(sel selection.Object, key framework.Key, r Resource, upObj *unstructured.Unstructured) (paths []mapping.FieldPath, ok bool) {
+	paths = c.cfg.Selection.RetainedFields(sel)
+	if c.cfg.Autoscalers == nil {
+		return paths, true
+	}
+	gk := schema.GroupKind{Group: r.Downstream.Group, Kind: upObj.GetKind()}
+	if r.Rename != nil {
+		gk = r.Rename.Down.GroupKind()
+	}
+	scales, known := c.cfg.Autoscalers.Scales(gk, key.Namespace, r.Rename.DownName(key.Name))
+	switch {
+	case !known:
+		return paths, !mapping.Replicas.Holds(upObj)
+	case scales:
+		paths = mapping.SortPaths(append(append([]mapping.FieldPath(nil), paths...), mapping.Replicas))
+	}
+	return paths, true
 }
 
 // LegacyFieldManager is the field manager of the syncer this one replaces: the release-0.14 syncer

@@ -55,6 +55,9 @@ func (v *view) Mentions(gr schema.GroupResource, kind string) bool {
 }
 func (v *view) PropagatesDeletion(o selection.Object) bool { return v.sel.PropagatesDeletion(o) }
 func (v *view) NamesExplicitly(o selection.Object) bool    { return v.sel.NamesExplicitly(o) }
+func (v *view) RetainedFields(o selection.Object) []mapping.FieldPath {
+	return v.sel.RetainedFields(o)
+}
 func (v *view) Resources() []Resource {
 	var out []Resource
 	for _, r := range v.resources {

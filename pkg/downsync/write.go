@@ -20,12 +20,13 @@ import (
 // cache holds (nil: absent there). The cache holds only the syncer's own objects, so an object absent
 // from it may still exist, unowned: the create (a plain POST, the apiserver's cheapest write; an
 // apply costs it a third more) then finds its name taken, and the object in the way is read and
-// taken through the steps as it is.
-func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, upObj, desired, downObj *unstructured.Unstructured) (time.Duration, error) {
-	op := &downWrite{c: c, key: key, r: r, up: upObj, desired: desired, down: downObj}
+// taken through the steps as it is. retain are the fields the edge owns (mapping.Options.Retain).
+func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, upObj, desired, downObj *unstructured.Unstructured,
+	retain []mapping.FieldPath) (time.Duration, error) {
+	op := &downWrite{c: c, key: key, r: r, up: upObj, desired: desired, down: downObj, retain: retain}
 	after, err := c.writes.Do(ctx, key, op)
 	if op.taken != nil {
-		live := &downWrite{c: c, key: key, r: r, up: upObj, desired: desired, down: op.taken, readLive: true}
+		live := &downWrite{c: c, key: key, r: r, up: upObj, desired: desired, down: op.taken, readLive: true, retain: retain}
 		after, err = c.writes.Do(ctx, key, live)
 	}
 	if err == nil {
@@ -61,6 +62,8 @@ type downWrite struct {
 	readLive bool
 	// taken is the object a create found in the way (read live), to take through the steps next.
 	taken *unstructured.Unstructured
+	// retain are the fields the edge owns: desired leaves them out, send puts in the values to write.
+	retain []mapping.FieldPath
 }
 
 var _ framework.Write = &downWrite{}
@@ -167,10 +170,37 @@ func (w *downWrite) Do(ctx context.Context, _ *unstructured.Unstructured) framew
 // dropped) or applies it.
 func (w *downWrite) send(ctx context.Context) (*unstructured.Unstructured, error) {
 	fm := w.c.cfg.FieldManager
-	if w.Creating() {
-		return w.client().Create(ctx, w.desired, metav1.CreateOptions{FieldManager: fm, FieldValidation: metav1.FieldValidationStrict})
+	body, err := w.withRetained(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return w.client().Apply(ctx, w.desired.GetName(), w.desired, metav1.ApplyOptions{FieldManager: fm, Force: true})
+	if w.Creating() {
+		return w.client().Create(ctx, body, metav1.CreateOptions{FieldManager: fm, FieldValidation: metav1.FieldValidationStrict})
+	}
+	return w.client().Apply(ctx, body.GetName(), body, metav1.ApplyOptions{FieldManager: fm, Force: true})
+}
+
+// withRetained is what send writes: desired with the retained fields' values put in. A create takes
+// them from the upstream object, so the edge starts from them; an apply takes the edge's own, read
+// live (a slim cache holds no values), and carries the resourceVersion read as a precondition, so
+// that an autoscaler's change in between is never undone: the apply is refused and tried again.
+func (w *downWrite) withRetained(ctx context.Context) (*unstructured.Unstructured, error) {
+	switch {
+	case len(w.retain) == 0:
+		return w.desired, nil
+	case w.Creating():
+		return mapping.RetainedFrom(w.desired, w.up, w.retain), nil
+	}
+	live := w.down
+	if !w.readLive {
+		var err error
+		if live, err = w.client().Get(ctx, w.desired.GetName(), metav1.GetOptions{}); err != nil {
+			return nil, fmt.Errorf("reading the fields the edge owns: %w", err)
+		}
+	}
+	body := mapping.RetainedFrom(w.desired, live, w.retain)
+	body.SetResourceVersion(live.GetResourceVersion())
+	return body, nil
 }
 
 // handOver hands the fields another manager name holds to the apply manager before its apply (the

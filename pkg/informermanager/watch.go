@@ -21,8 +21,9 @@ const (
 	// an APIBinding's phase and bound resources), not schemas.
 	APIs
 	// Signals are edge objects watched for what they say of the workloads the syncer wrote (Warning
-	// Events, Pods, ReplicaSets): the cache keeps names, owners and what is told upstream (an
-	// Event's reason, message, involved object and times; a Pod's container states), compacted.
+	// Events, Pods, ReplicaSets, HorizontalPodAutoscalers): the cache keeps names, owners and what
+	// is used (an Event's reason, message, involved object and times; a Pod's container states; an
+	// autoscaler's target), compacted.
 	Signals
 )
 
@@ -129,14 +130,15 @@ func slimAPIObject(obj interface{}) (interface{}, error) {
 	return slim, nil
 }
 
-// signalFields are the fields of a Signals object kept beside its name and owners: an Event's, and a
-// Pod's container states.
+// signalFields are the fields of a Signals object kept beside its name and owners: an Event's, a
+// Pod's container states, a HorizontalPodAutoscaler's target.
 var signalFields = [][]string{
 	{"type"}, {"reason"}, {"message"}, {"involvedObject"}, {"count"}, {"lastTimestamp"}, {"eventTime"},
 	{"series", "lastObservedTime"}, {"status", "containerStatuses"}, {"status", "initContainerStatuses"},
+	{"spec", "scaleTargetRef"},
 }
 
-// slimSignal keeps of an edge Event, Pod or ReplicaSet its name, owners and signalFields; an object
+// slimSignal keeps of an edge Event, Pod, ReplicaSet or HorizontalPodAutoscaler its name, owners and signalFields; an object
 // it made is kept as it is.
 func slimSignal(u *unstructured.Unstructured) *unstructured.Unstructured {
 	slim := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind()}}

@@ -28,6 +28,9 @@ type Options struct {
 	// (UpstreamGenerationAnnotation), for status return. Only for resources whose upstream serves a
 	// status subresource: elsewhere every write, status return's included, makes a new generation.
 	Generation bool
+	// Retain are the fields the edge owns (retained fields): left out of the object, its digest and
+	// the up-to-date comparison; RetainedFrom puts values in before a write.
+	Retain []FieldPath
 }
 
 // metadataFromSource are the metadata fields that belong to the cluster the object was read from.
@@ -68,6 +71,7 @@ func ToDownstream(up *unstructured.Unstructured, opts Options) (*unstructured.Un
 	delete(out.Object, "status")
 	renamed := opts.Rename.toDownstream(out) // what the edge allocates depends on the natural form
 	stripAllocated(out)
+	removeRetained(out.Object, opts.Retain)
 
 	annotations := map[string]string{}
 	for k, v := range out.GetAnnotations() {

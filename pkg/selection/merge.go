@@ -101,7 +101,7 @@ func subsetRules(s *Selection, sources []source, has func(*edgev1.SyncerConfigSp
 
 func merge(sources []source) (*Selection, []problem.Problem) {
 	m := &merger{s: &Selection{rules: newRuleSet()}, seen: map[requestKey]int{}}
-	m.nsRule = m.s.rules.target(NamespacesResource, "", filter{}, mapping.StatusProjection{All: true})
+	m.nsRule = m.s.rules.target(NamespacesResource, "", filter{}, treatment{status: mapping.StatusProjection{All: true}})
 	sorted := append([]source(nil), sources...)
 	sort.Slice(sorted, func(i, j int) bool {
 		a, b := sorted[i], sorted[j]
@@ -168,6 +168,7 @@ type entry struct {
 	group, resource, kind, version string
 	labels, annotations            *metav1.LabelSelector
 	status                         *edgev1.StatusReturn
+	retain                         []string
 }
 
 // rule checks an entry, requests its resource and returns the rule its objects go to; nil (with the
@@ -203,7 +204,23 @@ func (m *merger) rule(o Origin, e entry, namespaced bool) *rule {
 		return nil
 	}
 	m.request(Request{Group: e.group, Resource: resource, Kind: kind, Version: e.version, Namespaced: namespaced}, o)
-	return m.s.rules.target(schema.GroupResource{Group: e.group, Resource: resource}, kind, f, status)
+	return m.s.rules.target(schema.GroupResource{Group: e.group, Resource: resource}, kind, f, treatment{status: status, retain: m.retained(o, e.retain)})
+}
+
+// retained parses an entry's retainFields. A path that is not one is a problem of the config and is
+// left out: the entry still selects its objects (the syncer then applies that field, as before it
+// was named).
+func (m *merger) retained(o Origin, texts []string) []mapping.FieldPath {
+	var paths []mapping.FieldPath
+	for _, text := range texts {
+		p, err := mapping.ParseFieldPath(text)
+		if err != nil {
+			m.invalid(o, "retainFields: "+err.Error()+"; the syncer applies that field")
+			continue
+		}
+		paths = append(paths, p)
+	}
+	return mapping.SortPaths(paths)
 }
 
 // projectionOf is what an entry's statusReturn returns, or why it is invalid.
@@ -258,7 +275,7 @@ func (m *merger) namespace(ns string, o Origin) {
 func (m *merger) namespaceScope(src source, scope edgev1.NamespaceScopeDownsyncs) {
 	for i, res := range scope.Resources {
 		origin := src.origin(fmt.Sprintf("namespaceScope.resources[%d]", i))
-		r := m.rule(origin, entry{res.Group, res.Resource, res.Kind, res.APIVersion, res.LabelSelector, res.AnnotationSelector, res.StatusReturn}, true)
+		r := m.rule(origin, entry{res.Group, res.Resource, res.Kind, res.APIVersion, res.LabelSelector, res.AnnotationSelector, res.StatusReturn, res.RetainFields}, true)
 		if r == nil {
 			continue
 		}
@@ -279,7 +296,7 @@ func (m *merger) namespaceScope(src source, scope edgev1.NamespaceScopeDownsyncs
 func (m *merger) namespacedObjects(src source, entries []edgev1.NamespaceScopeDownsyncObjects) {
 	for i, obj := range entries {
 		origin := src.origin(fmt.Sprintf("namespacedObjects[%d]", i))
-		r := m.rule(origin, entry{obj.Group, obj.Resource, obj.Kind, obj.APIVersion, obj.LabelSelector, obj.AnnotationSelector, obj.StatusReturn}, true)
+		r := m.rule(origin, entry{obj.Group, obj.Resource, obj.Kind, obj.APIVersion, obj.LabelSelector, obj.AnnotationSelector, obj.StatusReturn, obj.RetainFields}, true)
 		if r == nil {
 			continue
 		}
@@ -305,7 +322,7 @@ func (m *merger) namespacedObjects(src source, entries []edgev1.NamespaceScopeDo
 func (m *merger) clusterScope(src source, entries []edgev1.ClusterScopeDownsyncResource) {
 	for i, cs := range entries {
 		origin := src.origin(fmt.Sprintf("clusterScope[%d]", i))
-		r := m.rule(origin, entry{cs.Group, cs.Resource, cs.Kind, cs.APIVersion, cs.LabelSelector, cs.AnnotationSelector, cs.StatusReturn}, false)
+		r := m.rule(origin, entry{cs.Group, cs.Resource, cs.Kind, cs.APIVersion, cs.LabelSelector, cs.AnnotationSelector, cs.StatusReturn, cs.RetainFields}, false)
 		if r == nil {
 			continue
 		}

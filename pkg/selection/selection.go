@@ -145,9 +145,9 @@ func (r Request) problems(kind problem.Kind, gr schema.GroupResource, reason str
 // cluster-scoped parts are kept apart; which one applies follows from whether the object has a
 // namespace.
 type rule struct {
-	kind          string // when set (an entry naming both resource and kind), only objects of this kind
-	filter        filter
-	status        mapping.StatusProjection    // what of its objects' status is returned
+	kind   string // when set (an entry naming both resource and kind), only objects of this kind
+	filter filter
+	treatment
 	allNamespaces bool                        // namespaceScope namespaces "*"
 	namespaces    sets.Set[string]            // namespaceScope: every object in these namespaces
 	objects       map[string]sets.Set[string] // namespacedObjects: namespace (or "*") -> names (may hold "*")
@@ -155,8 +155,16 @@ type rule struct {
 	clusterNames  sets.Set[string]
 }
 
-func newRule(kind string, f filter, status mapping.StatusProjection) *rule {
-	return &rule{kind: kind, filter: f, status: status, namespaces: sets.New[string](), objects: map[string]sets.Set[string]{}, clusterNames: sets.New[string]()}
+// treatment is how a rule's objects are synced beyond being selected.
+type treatment struct {
+	status mapping.StatusProjection // what of their status is returned
+	retain []mapping.FieldPath      // the fields the edge owns, sorted
+}
+
+func (t treatment) key() string { return t.status.Key() + "|" + mapping.PathsKey(t.retain) }
+
+func newRule(kind string, f filter, t treatment) *rule {
+	return &rule{kind: kind, filter: f, treatment: t, namespaces: sets.New[string](), objects: map[string]sets.Set[string]{}, clusterNames: sets.New[string]()}
 }
 
 func (r *rule) empty() bool {
@@ -250,28 +258,28 @@ func (rs ruleSet) any(o Object, test func(*rule) bool) bool {
 }
 
 // target is the rule an entry adds to: the one with the same key, kind constraint, filter and
-// status projection.
-func (rs ruleSet) target(gr schema.GroupResource, kind string, f filter, status mapping.StatusProjection) *rule {
+// treatment.
+func (rs ruleSet) target(gr schema.GroupResource, kind string, f filter, t treatment) *rule {
 	if gr.Resource == "" {
 		gk := schema.GroupKind{Group: gr.Group, Kind: kind}
-		r := findRule(rs.byKind[gk], "", f, status)
+		r := findRule(rs.byKind[gk], "", f, t)
 		if r == nil {
-			r = newRule("", f, status)
+			r = newRule("", f, t)
 			rs.byKind[gk] = append(rs.byKind[gk], r)
 		}
 		return r
 	}
-	r := findRule(rs.byResource[gr], kind, f, status)
+	r := findRule(rs.byResource[gr], kind, f, t)
 	if r == nil {
-		r = newRule(kind, f, status)
+		r = newRule(kind, f, t)
 		rs.byResource[gr] = append(rs.byResource[gr], r)
 	}
 	return r
 }
 
-func findRule(rules []*rule, kind string, f filter, status mapping.StatusProjection) *rule {
+func findRule(rules []*rule, kind string, f filter, t treatment) *rule {
 	for _, r := range rules {
-		if r.kind == kind && r.filter.key == f.key && r.status.Key() == status.Key() {
+		if r.kind == kind && r.filter.key == f.key && r.key() == t.key() {
 			return r
 		}
 	}
@@ -343,6 +351,22 @@ func (s *Selection) StatusProjection(o Object) mapping.StatusProjection {
 	return s.statusRules.union(o, func(r *rule) mapping.StatusProjection { return r.status })
 }
 
+// RetainedFields are the fields of a downsynced object that the edge owns: the union of what the
+// entries selecting it retain, sorted.
+func (s *Selection) RetainedFields(o Object) []mapping.FieldPath {
+	if s == nil {
+		return nil
+	}
+	var out []mapping.FieldPath
+	s.rules.any(o, func(r *rule) bool {
+		if len(r.retain) > 0 && r.matches(o) {
+			out = append(out, r.retain...)
+		}
+		return false
+	})
+	return mapping.SortPaths(out)
+}
+
 // PropagatesDeletion tells whether the edge copy of a downsynced object is deleted when the object
 // is deleted upstream or leaves the selection (no config selecting it set propagateDeletion false).
 func (s *Selection) PropagatesDeletion(o Object) bool {
@@ -400,7 +424,7 @@ func (rs ruleSet) write(b *strings.Builder) {
 // String renders what the rule selects, canonically.
 func (r *rule) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%q|%q|%q|%v|%v|%v|%v|", r.kind, r.filter.key, r.status.Key(), r.allNamespaces, sets.List(r.namespaces), r.clusterAll, sets.List(r.clusterNames))
+	fmt.Fprintf(&b, "%q|%q|%q|%v|%v|%v|%v|", r.kind, r.filter.key, r.key(), r.allNamespaces, sets.List(r.namespaces), r.clusterAll, sets.List(r.clusterNames))
 	nss := make([]string, 0, len(r.objects))
 	for ns := range r.objects {
 		nss = append(nss, ns)

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
+	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/problem"
 )
 
@@ -171,5 +172,39 @@ func TestStatusProjection(t *testing.T) {
 		Resources: []edgev1.NamespaceScopeDownsyncResource{res(&edgev1.StatusReturn{Fields: []string{"ready"}})}}})})
 	if same.Equal(narrow) {
 		t.Error("narrowing the status returned must change the selection")
+	}
+}
+
+// Retained fields: the union of the entries selecting an object; a path that is not one is a problem
+// of its config, and its entry still selects.
+func TestRetainedFields(t *testing.T) {
+	res := func(fields ...string) edgev1.NamespaceScopeDownsyncResource {
+		return edgev1.NamespaceScopeDownsyncResource{GroupResource: gr("", "configmaps"), APIVersion: "v1", RetainFields: fields}
+	}
+	sel, problems := Merge([]*edgev1.SyncerConfig{
+		cfg("one", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"a", "b"},
+			Resources: []edgev1.NamespaceScopeDownsyncResource{res("data.mode", "data[x.y]")}}}),
+		cfg("two", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"b"},
+			Resources: []edgev1.NamespaceScopeDownsyncResource{res("data.mode", "metadata.labels", "spec..x")}}}),
+		cfg("plain", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"c"},
+			Resources: []edgev1.NamespaceScopeDownsyncResource{res()}}}),
+	})
+	for ns, want := range map[string]string{"a": "data.mode,data[x.y]", "b": "data.mode,data[x.y],metadata.labels", "c": ""} {
+		if got := mapping.PathsKey(sel.RetainedFields(obj(configMaps, ns, "x"))); got != want {
+			t.Errorf("namespace %s: retained %q, want %q", ns, got, want)
+		}
+	}
+	if len(problems) != 1 || !strings.Contains(problems[0].String(), `retainFields: "spec..x" is not a field path`) {
+		t.Errorf("problems %v: want the bad path reported", problems)
+	}
+	if !sel.Matches(obj(configMaps, "b", "x")) {
+		t.Error("an entry with a bad path must still select")
+	}
+	plain, _ := Merge([]*edgev1.SyncerConfig{cfg("one", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"a", "b"},
+		Resources: []edgev1.NamespaceScopeDownsyncResource{res()}}})})
+	retaining, _ := Merge([]*edgev1.SyncerConfig{cfg("one", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"a", "b"},
+		Resources: []edgev1.NamespaceScopeDownsyncResource{res("data.mode")}}})})
+	if plain.Equal(retaining) {
+		t.Error("retaining a field must change the selection")
 	}
 }

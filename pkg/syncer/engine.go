@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/kubestellar/syncer/pkg/autoscale"
 	"github.com/kubestellar/syncer/pkg/breaker"
 	"github.com/kubestellar/syncer/pkg/conditions"
 	"github.com/kubestellar/syncer/pkg/downsync"
@@ -82,6 +83,8 @@ type Syncer struct {
 
 	// deletions is the deletion breaker downsync asks before each deletion (nil: none).
 	deletions *breaker.Breaker
+	// autoscalers are the edge's HorizontalPodAutoscalers' targets, whose replicas downsync leaves to them.
+	autoscalers *autoscale.Index
 
 	downsync  *downsync.Controller
 	status    *status.Controller
@@ -209,6 +212,8 @@ func (s *Syncer) newControllers() error {
 		ConflictRecheckPeriod: cfg.ConflictRecheckPeriod, OnOwnedDeleted: s.leftoverMayBeEmpty,
 		OnRefused: func(key framework.Key) { s.status.Recheck(key) }, OnDeletionsHeld: s.deletionsHeld,
 	}
+	s.autoscalers = autoscale.NewIndex(func(t autoscale.Target) { s.downsync.EnqueueEdgeObject(t.GroupKind, t.Namespace, t.Name) })
+	dcfg.Autoscalers = s.autoscalers
 	if s.deletions != nil {
 		dcfg.Deletions = drainingBypass{s}
 	}
@@ -283,6 +288,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 	var work sync.WaitGroup // everything that reads the informers
 	defer work.Wait()
 	s.watchWarnings(ctx, &work)
+	s.watchAutoscalers(ctx, &work)
 	if err := s.watchReleases(ctx); err != nil {
 		logger.Error(err, "Cannot watch the SyncerConfigs for releases of held deletions")
 	}

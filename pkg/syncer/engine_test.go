@@ -17,6 +17,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
+	"github.com/kubestellar/syncer/pkg/autoscale"
 	"github.com/kubestellar/syncer/pkg/breaker"
 	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/informermanager"
@@ -25,7 +26,8 @@ import (
 
 func fakeSide(objs ...runtime.Object) (*dynamicfake.FakeDynamicClient, *discoveryfake.FakeDiscovery) {
 	kinds := map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList", secretGVR: "SecretList", namespaceGVR: "NamespaceList",
-		crdGVR: "CustomResourceDefinitionList", edgev1.SyncerConfigResource: "SyncerConfigList"}
+		crdGVR: "CustomResourceDefinitionList", edgev1.SyncerConfigResource: "SyncerConfigList",
+		autoscale.HorizontalPodAutoscalers: "HorizontalPodAutoscalerList"}
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), kinds, objs...)
 	disc := &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{Resources: []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{
 		{Name: "configmaps", Kind: "ConfigMap", Namespaced: true, Verbs: verbs},

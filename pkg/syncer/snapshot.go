@@ -118,6 +118,10 @@ func (v downsyncView) PropagatesDeletion(o selection.Object) bool {
 	return v.current().selection.PropagatesDeletion(o)
 }
 
+func (v downsyncView) RetainedFields(o selection.Object) []mapping.FieldPath {
+	return v.current().selection.RetainedFields(o)
+}
+
 func (v downsyncView) Mentions(gr schema.GroupResource, kind string) bool {
 	return v.current().selection.Mentions(gr, kind)
 }

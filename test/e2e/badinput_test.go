@@ -159,6 +159,24 @@ func TestBadInputTable(t *testing.T) {
 			},
 		},
 		{
+			name: "retained-field-path",
+			setup: func(c *badInput) {
+				c.create(c.up, gvrConfigMaps, configMap(c.ns, "kept", map[string]interface{}{"mode": "up"}))
+				r := resource("", "v1", "configmaps")
+				r["retainFields"] = []interface{}{"data..mode"}
+				c.syncerConfig(c.config, nsScope([]string{c.ns}, r))
+			},
+			check: func(c *badInput) {
+				c.expectConditions(c.config,
+					wantCond{typ: "SelectionValid", status: "False", reason: "SelectionProblems",
+						contains: `namespaceScope.resources[0]: retainFields: "data..mode" is not a field path: an empty field name; the syncer applies that field`},
+					wantCond{typ: "Ready", status: "False"})
+				c.expectLog("the problem in the log", `"Selection problem"`, `kind="InvalidConfig"`, `syncerConfig="`+c.config+`"`, `retainFields`)
+				// The entry still selects: its objects sync, the field applied.
+				c.waitFor(c.down, gvrConfigMaps, c.ns, "kept", dataEquals("mode", "up"))
+			},
+		},
+		{
 			name: "malformed-version",
 			setup: func(c *badInput) {
 				c.create(c.up, gvrDeployments, deployment(c.ns, "web", 0))

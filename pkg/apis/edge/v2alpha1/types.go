@@ -157,6 +157,14 @@ type NamespaceScopeDownsyncResource struct {
 	// What of the selected objects' status is returned upstream, when the config returns status.
 	// Omitted: all of it.
 	StatusReturn *StatusReturn `json:"statusReturn,omitempty"`
+	// Fields of the selected objects that the edge owns: the syncer sets them when it creates the
+	// edge copy and never changes them afterwards, nor counts their changes at the edge as drift.
+	// Each a dotted path (spec.replicas); "[*]" after a list field names the field in each element
+	// (spec.template.spec.containers[*].image); "[key]" names a map key with dots or slashes
+	// (metadata.annotations[example.com/owner]). An object selected by several entries retains the
+	// union. spec.replicas of an object a HorizontalPodAutoscaler at the edge scales is retained
+	// without saying.
+	RetainFields []string `json:"retainFields,omitempty"`
 }
 
 // NamespaceScopeDownsyncObjects selects objects of one namespaced resource by namespace and name.
@@ -180,6 +188,14 @@ type NamespaceScopeDownsyncObjects struct {
 	// What of the selected objects' status is returned upstream, when the config returns status.
 	// Omitted: all of it.
 	StatusReturn *StatusReturn `json:"statusReturn,omitempty"`
+	// Fields of the selected objects that the edge owns: the syncer sets them when it creates the
+	// edge copy and never changes them afterwards, nor counts their changes at the edge as drift.
+	// Each a dotted path (spec.replicas); "[*]" after a list field names the field in each element
+	// (spec.template.spec.containers[*].image); "[key]" names a map key with dots or slashes
+	// (metadata.annotations[example.com/owner]). An object selected by several entries retains the
+	// union. spec.replicas of an object a HorizontalPodAutoscaler at the edge scales is retained
+	// without saying.
+	RetainFields []string `json:"retainFields,omitempty"`
 	// The objects selected, namespace by namespace. Omitted or empty selects none.
 	ObjectsByNamespace []NamespaceAndNames `json:"objectsByNamespace,omitempty"`
 }
@@ -221,6 +237,14 @@ type ClusterScopeDownsyncResource struct {
 	// What of the selected objects' status is returned upstream, when the config returns status.
 	// Omitted: all of it.
 	StatusReturn *StatusReturn `json:"statusReturn,omitempty"`
+	// Fields of the selected objects that the edge owns: the syncer sets them when it creates the
+	// edge copy and never changes them afterwards, nor counts their changes at the edge as drift.
+	// Each a dotted path (spec.replicas); "[*]" after a list field names the field in each element
+	// (spec.template.spec.containers[*].image); "[key]" names a map key with dots or slashes
+	// (metadata.annotations[example.com/owner]). An object selected by several entries retains the
+	// union. spec.replicas of an object a HorizontalPodAutoscaler at the edge scales is retained
+	// without saying.
+	RetainFields []string `json:"retainFields,omitempty"`
 }
 
 // UpsyncSet selects edge objects to upsync. An empty list means nothing; "*" means all.
