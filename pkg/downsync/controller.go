@@ -68,6 +68,10 @@ type Selection interface {
 	PropagatesDeletion(o selection.Object) bool
 	// RetainedFields are the fields of a selected object that the edge owns, sorted.
 	RetainedFields(o selection.Object) []mapping.FieldPath
+	// DriftPolicy is what to do when a selected object's edge copy drifts, as its entries say.
+	DriftPolicy(o selection.Object) mapping.DriftPolicy
+	// PausedUntil tells whether the SyncerConfigs selecting an object pause it at now, and until when.
+	PausedUntil(o selection.Object, now time.Time) (time.Time, bool)
 	// Resources lists the selected resources read upstream (their Upstream set; Downstream when the
 	// edge serves them).
 	Resources() []Resource
@@ -105,6 +109,11 @@ type Config struct {
 	Deletions Deletions
 	// OnDeletionsHeld, if set, is told when Deletions starts holding.
 	OnDeletionsHeld func()
+	// OnPauseChanged, if set, is told the key of every object whose pause starts, changes or ends
+	// (PausedUntil changed): status return labels the upstream object with it.
+	OnPauseChanged func(framework.Key)
+	// Now is the clock pauses are read against (time.Now when nil).
+	Now func() time.Time
 	// Autoscalers, if set, tells which edge objects an autoscaler there scales: their spec.replicas is
 	// the autoscaler's (a retained field).
 	Autoscalers Autoscalers
@@ -133,6 +142,7 @@ type Controller struct {
 	early    *early
 	echoes   echoes
 	refusals refusals
+	pauses   pauses
 
 	mu sync.Mutex
 	// terminating are the keys waiting for their namespace to finish terminating at the edge.
@@ -150,7 +160,11 @@ func NewController(cfg Config) (*Controller, error) {
 	if cfg.ConflictRecheckPeriod <= 0 {
 		cfg.ConflictRecheckPeriod = time.Minute
 	}
-	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Downsync, cfg.FieldManager, cfg.Metrics, cfg.Recorder), terminating: map[framework.Key]string{}, early: newEarly()}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Downsync, cfg.FieldManager, cfg.Metrics, cfg.Recorder), terminating: map[framework.Key]string{}, early: newEarly(),
+		pauses: pauses{held: map[framework.Key]time.Time{}, drifted: map[framework.Key]string{}, told: map[framework.Key]map[string]string{}}}
 	c.queue = framework.NewQueue(metrics.Downsync, cfg.Metrics.WorkqueueProvider(), c.process)
 	return c, nil
 }
@@ -189,6 +203,7 @@ func (c *Controller) Relevant(key framework.Key) bool {
 func (c *Controller) Prune() {
 	c.writes.Conflicts().Prune(c.Relevant)
 	c.queue.Prune(c.Relevant)
+	c.pauses.forget(c.Relevant)
 	c.refusals.prune(func(key framework.Key) bool {
 		r, ok := c.cfg.Selection.Resource(key.GVR.GroupResource())
 		return ok && r.Upstream == key.GVR // still selected, at the version the keys name

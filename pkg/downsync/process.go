@@ -73,6 +73,10 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 		logger.V(logging.Skip).Info("Not downsyncing an object the apiserver makes itself; name it explicitly to sync it")
 		wanted = false
 	}
+	if after, held := c.paused(ctx, key, upObj, downObj, upSel, selected); held {
+		logger.V(logging.Skip).Info("Paused: not writing", "resumeIn", after.Round(time.Second).String())
+		return after, nil
+	}
 	if early {
 		// Streamed in before the upstream cache synced: written if wanted; anything else (a delete,
 		// the copy a rename replaces) waits for the complete cache, which enqueues the key again.
@@ -209,6 +213,9 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 	if err != nil {
 		c.writes.Unmappable(ctx, key, err)
 		return 0, nil
+	}
+	if held, err := c.heldDrift(ctx, key, r, upObj, desired, downObj); held || err != nil {
+		return 0, err // held: the note's or the acknowledgement's event brings the key back
 	}
 	return c.write(ctx, key, r, upObj, desired, downObj, opts.Retain)
 }

@@ -58,6 +58,10 @@ func (v *view) NamesExplicitly(o selection.Object) bool    { return v.sel.NamesE
 func (v *view) RetainedFields(o selection.Object) []mapping.FieldPath {
 	return v.sel.RetainedFields(o)
 }
+func (v *view) DriftPolicy(o selection.Object) mapping.DriftPolicy { return v.sel.DriftPolicy(o) }
+func (v *view) PausedUntil(o selection.Object, now time.Time) (time.Time, bool) {
+	return v.sel.PausedUntil(o, now)
+}
 func (v *view) Resources() []Resource {
 	var out []Resource
 	for _, r := range v.resources {

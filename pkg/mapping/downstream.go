@@ -47,7 +47,8 @@ const upsyncAnnotationPrefix = "edge.kubestellar.io/upsync"
 // syncer writes afresh (or not at all) on the object it maps to, and so is not copied.
 func sourceAnnotation(key string) bool {
 	if key == "kubectl.kubernetes.io/last-applied-configuration" || key == HashAnnotation || key == ClusterAnnotation || key == UpstreamNamespaceAnnotation || key == RenaturedFromAnnotation ||
-		key == UpstreamGenerationAnnotation || key == UpstreamResourceVersionAnnotation || key == ReportAppliedAnnotation ||
+		key == UpstreamGenerationAnnotation || key == UpstreamResourceVersionAnnotation || key == ReportAppliedAnnotation || key == PausedUntilAnnotation ||
+		key == DriftAnnotation || key == AcknowledgeDriftAnnotation || key == DriftHeldAnnotation ||
 		strings.HasPrefix(key, upsyncAnnotationPrefix) || targetSignal(key) {
 		return true
 	}

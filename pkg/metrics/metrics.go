@@ -74,6 +74,8 @@ type Metrics struct {
 	EdgeWarnings *prometheus.CounterVec
 	// DeletionsHeld is how many deletions at the edge the deletion breaker holds (0 when it does not).
 	DeletionsHeld prometheus.Gauge
+	// DriftHeld is how many objects have their edge drift held (drift policy Report).
+	DriftHeld prometheus.Gauge
 	// Workspaces counts the workspaces one syncer serves (--apiexport-endpoint-slice), by state
 	// (WorkspaceSyncing, WorkspaceDraining); no series for a single workspace.
 	Workspaces *prometheus.GaugeVec
@@ -146,6 +148,8 @@ func New(reg prometheus.Registerer) *Metrics {
 			[]string{"result"}),
 		DeletionsHeld: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "deletions_held",
 			Help: "Deletions at the edge the deletion breaker holds (0 when it does not): too many fell due within a minute; see condition DeletionsHeld."}),
+		DriftHeld: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "drift_held_objects",
+			Help: "Objects whose edge copy differs from upstream and is left so (drift policy Report), their upstream changes held until acknowledged."}),
 		Workspaces: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "workspaces",
 			Help: "Workspaces served through an APIExport's virtual workspace, by state (syncing: bound; draining: no longer bound, its edge objects being deleted)."},
 			[]string{"state"}),
@@ -195,7 +199,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			m.APIRequests.WithLabelValues(side, verb, code)
 		}
 	}
-	reg.MustRegister(m.APIRequests, m.Writes, m.Orphans, m.EdgeWarnings, m.DeletionsHeld, m.Workspaces, m.InformersRunning, m.InformersSynced, m.SyncLatency, m.Leader,
+	reg.MustRegister(m.APIRequests, m.Writes, m.Orphans, m.EdgeWarnings, m.DeletionsHeld, m.DriftHeld, m.Workspaces, m.InformersRunning, m.InformersSynced, m.SyncLatency, m.Leader,
 		m.LastHeartbeat, m.ClientRequests, m.ClientRequestLatency, m.ClientRateLimiterLatency, m.objects,
 		q.depth, q.adds, q.latency, q.workDuration, q.unfinished, q.longest, q.retries,
 		buildInfo(version.Get()))

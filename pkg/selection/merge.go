@@ -34,7 +34,38 @@ func Merge(configs []*edgev1.SyncerConfig, edgeConfigs ...*edgev1.EdgeSyncConfig
 	s.conversions, mergeProblems = mergeConversions(sources, mergeProblems)
 	s.statusRules = subsetRules(s, sources, (*edgev1.SyncerConfigSpec).ReturnsStatus)
 	s.deleteRules = subsetRules(s, sources, (*edgev1.SyncerConfigSpec).PropagatesDeletion)
+	s.unpausedRules, s.pauses, mergeProblems = mergePauses(s, sources, mergeProblems)
 	return s, append(problems, mergeProblems...)
+}
+
+// mergePauses finds the SyncerConfigs paused by mapping.PausedUntilAnnotation: what each selects, and
+// what the others do. A malformed time is a problem of its config, which is then not paused.
+func mergePauses(s *Selection, sources []source, problems []problem.Problem) (ruleSet, []pause, []problem.Problem) {
+	var unpaused []source
+	var pauses []pause
+	sorted := append([]source(nil), sources...) // pauses in a stable order, for Equal
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].cfg.Name < sorted[j].cfg.Name })
+	for _, src := range sorted {
+		v, ok := src.cfg.Annotations[mapping.PausedUntilAnnotation]
+		if !ok || src.kind != problem.SyncerConfig {
+			unpaused = append(unpaused, src)
+			continue
+		}
+		until, err := mapping.ParsePause(v)
+		if err != nil {
+			problems = append(problems, src.origin("metadata.annotations").Problem(problem.InvalidConfig, schema.GroupResource{},
+				err.Error()+"; the config is not paused"))
+			unpaused = append(unpaused, src)
+			continue
+		}
+		r, _ := merge([]source{src})
+		pauses = append(pauses, pause{until: until, rules: r.rules})
+	}
+	if len(pauses) == 0 {
+		return s.rules, nil, problems
+	}
+	r, _ := merge(unpaused)
+	return r.rules, pauses, problems
 }
 
 // source is one config as merge reads it: a SyncerConfig, or an EdgeSyncConfig in SyncerConfig form.
@@ -169,6 +200,7 @@ type entry struct {
 	labels, annotations            *metav1.LabelSelector
 	status                         *edgev1.StatusReturn
 	retain                         []string
+	drift                          string
 }
 
 // rule checks an entry, requests its resource and returns the rule its objects go to; nil (with the
@@ -204,7 +236,12 @@ func (m *merger) rule(o Origin, e entry, namespaced bool) *rule {
 		return nil
 	}
 	m.request(Request{Group: e.group, Resource: resource, Kind: kind, Version: e.version, Namespaced: namespaced}, o)
-	return m.s.rules.target(schema.GroupResource{Group: e.group, Resource: resource}, kind, f, treatment{status: status, retain: m.retained(o, e.retain)})
+	drift, err := mapping.ParseDriftPolicy(e.drift)
+	if err != nil {
+		m.invalid(o, "drift: "+err.Error()+"; drift is corrected")
+	}
+	return m.s.rules.target(schema.GroupResource{Group: e.group, Resource: resource}, kind, f,
+		treatment{status: status, retain: m.retained(o, e.retain), drift: drift})
 }
 
 // retained parses an entry's retainFields. A path that is not one is a problem of the config and is
@@ -275,7 +312,7 @@ func (m *merger) namespace(ns string, o Origin) {
 func (m *merger) namespaceScope(src source, scope edgev1.NamespaceScopeDownsyncs) {
 	for i, res := range scope.Resources {
 		origin := src.origin(fmt.Sprintf("namespaceScope.resources[%d]", i))
-		r := m.rule(origin, entry{res.Group, res.Resource, res.Kind, res.APIVersion, res.LabelSelector, res.AnnotationSelector, res.StatusReturn, res.RetainFields}, true)
+		r := m.rule(origin, entry{res.Group, res.Resource, res.Kind, res.APIVersion, res.LabelSelector, res.AnnotationSelector, res.StatusReturn, res.RetainFields, res.Drift}, true)
 		if r == nil {
 			continue
 		}
@@ -296,7 +333,7 @@ func (m *merger) namespaceScope(src source, scope edgev1.NamespaceScopeDownsyncs
 func (m *merger) namespacedObjects(src source, entries []edgev1.NamespaceScopeDownsyncObjects) {
 	for i, obj := range entries {
 		origin := src.origin(fmt.Sprintf("namespacedObjects[%d]", i))
-		r := m.rule(origin, entry{obj.Group, obj.Resource, obj.Kind, obj.APIVersion, obj.LabelSelector, obj.AnnotationSelector, obj.StatusReturn, obj.RetainFields}, true)
+		r := m.rule(origin, entry{obj.Group, obj.Resource, obj.Kind, obj.APIVersion, obj.LabelSelector, obj.AnnotationSelector, obj.StatusReturn, obj.RetainFields, obj.Drift}, true)
 		if r == nil {
 			continue
 		}
@@ -322,7 +359,7 @@ func (m *merger) namespacedObjects(src source, entries []edgev1.NamespaceScopeDo
 func (m *merger) clusterScope(src source, entries []edgev1.ClusterScopeDownsyncResource) {
 	for i, cs := range entries {
 		origin := src.origin(fmt.Sprintf("clusterScope[%d]", i))
-		r := m.rule(origin, entry{cs.Group, cs.Resource, cs.Kind, cs.APIVersion, cs.LabelSelector, cs.AnnotationSelector, cs.StatusReturn, cs.RetainFields}, false)
+		r := m.rule(origin, entry{cs.Group, cs.Resource, cs.Kind, cs.APIVersion, cs.LabelSelector, cs.AnnotationSelector, cs.StatusReturn, cs.RetainFields, cs.Drift}, false)
 		if r == nil {
 			continue
 		}

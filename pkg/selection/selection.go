@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -30,8 +31,11 @@ type Selection struct {
 	// deleteRules select the objects whose edge copies are deleted with them: those of the configs
 	// that did not set propagateDeletion to false.
 	deleteRules ruleSet
-	requests    []Request
-	upsync      []upsyncEntry
+	// unpausedRules select what the configs without a pause select; pauses are the paused configs'.
+	unpausedRules ruleSet
+	pauses        []pause
+	requests      []Request
+	upsync        []upsyncEntry
 	// namespaces are the namespaces the configs name (not "*"), with the entries that name them.
 	namespaces map[string][]Origin
 	// conversions rename objects between the sides (denatured upstream, natural at the edge).
@@ -159,9 +163,12 @@ type rule struct {
 type treatment struct {
 	status mapping.StatusProjection // what of their status is returned
 	retain []mapping.FieldPath      // the fields the edge owns, sorted
+	drift  mapping.DriftPolicy      // what to do when the edge copy drifts
 }
 
-func (t treatment) key() string { return t.status.Key() + "|" + mapping.PathsKey(t.retain) }
+func (t treatment) key() string {
+	return t.status.Key() + "|" + mapping.PathsKey(t.retain) + "|" + string(t.drift)
+}
 
 func newRule(kind string, f filter, t treatment) *rule {
 	return &rule{kind: kind, filter: f, treatment: t, namespaces: sets.New[string](), objects: map[string]sets.Set[string]{}, clusterNames: sets.New[string]()}
@@ -351,6 +358,15 @@ func (s *Selection) StatusProjection(o Object) mapping.StatusProjection {
 	return s.statusRules.union(o, func(r *rule) mapping.StatusProjection { return r.status })
 }
 
+// DriftPolicy is what downsync does when a selected object's edge copy drifts: Report when an entry
+// selecting it says so, else Correct.
+func (s *Selection) DriftPolicy(o Object) mapping.DriftPolicy {
+	if s != nil && s.rules.any(o, func(r *rule) bool { return r.drift == mapping.DriftReport && r.matches(o) }) {
+		return mapping.DriftReport
+	}
+	return mapping.DriftCorrect
+}
+
 // RetainedFields are the fields of a downsynced object that the edge owns: the union of what the
 // entries selecting it retain, sorted.
 func (s *Selection) RetainedFields(o Object) []mapping.FieldPath {
@@ -373,6 +389,34 @@ func (s *Selection) PropagatesDeletion(o Object) bool {
 	return s == nil || s.deleteRules.any(o, func(r *rule) bool { return r.matches(o) })
 }
 
+// pause is a paused config: what it selects, until when.
+type pause struct {
+	until time.Time
+	rules ruleSet
+}
+
+// PausedUntil tells whether a selected object is paused at now by the configs that select it (the
+// annotation mapping.PausedUntilAnnotation on each, and no unpaused config selecting it), and until
+// when: the earliest end among them.
+func (s *Selection) PausedUntil(o Object, now time.Time) (time.Time, bool) {
+	if s == nil || len(s.pauses) == 0 || s.unpausedRules.any(o, func(r *rule) bool { return r.matches(o) }) {
+		return time.Time{}, false
+	}
+	var until time.Time
+	for _, p := range s.pauses {
+		if !p.rules.any(o, func(r *rule) bool { return r.matches(o) }) {
+			continue
+		}
+		if !now.Before(p.until) {
+			return time.Time{}, false // a config whose pause ended selects it
+		}
+		if until.IsZero() || p.until.Before(until) {
+			until = p.until
+		}
+	}
+	return until, !until.IsZero()
+}
+
 // Equal tells whether two selections select the same objects. Config names and entry order do not
 // matter.
 func (s *Selection) Equal(o *Selection) bool {
@@ -389,6 +433,10 @@ func (s *Selection) fingerprint() string {
 	s.statusRules.write(&b)
 	b.WriteString("delete:")
 	s.deleteRules.write(&b)
+	for _, p := range s.pauses {
+		b.WriteString("paused until " + p.until.UTC().Format(time.RFC3339) + ":")
+		p.rules.write(&b)
+	}
 	for _, r := range s.requests {
 		fmt.Fprintf(&b, "%s/%s/%s/%s/%v;", r.Group, r.Version, r.Resource, r.Kind, r.Namespaced)
 	}

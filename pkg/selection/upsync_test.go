@@ -3,6 +3,7 @@ package selection
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -206,5 +207,46 @@ func TestRetainedFields(t *testing.T) {
 		Resources: []edgev1.NamespaceScopeDownsyncResource{res("data.mode")}}})})
 	if plain.Equal(retaining) {
 		t.Error("retaining a field must change the selection")
+	}
+}
+
+// A SyncerConfig's pause holds what it alone selects, until the earliest end among the paused configs
+// selecting an object; a malformed time is a problem of its config, which is then not paused.
+func TestConfigPauses(t *testing.T) {
+	res := []edgev1.NamespaceScopeDownsyncResource{{GroupResource: gr("", "configmaps"), APIVersion: "v1"}}
+	paused := func(name, until string, namespaces ...string) *edgev1.SyncerConfig {
+		c := cfg(name, edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: namespaces, Resources: res}})
+		if until != "" {
+			c.Annotations = map[string]string{mapping.PausedUntilAnnotation: until}
+		}
+		return c
+	}
+	sel, problems := Merge([]*edgev1.SyncerConfig{
+		paused("early", "2026-11-27T10:00:00Z", "a", "b"),
+		paused("late", "2026-11-27T12:00:00Z", "b", "c", "d"),
+		paused("plain", "", "d"),
+		paused("bad", "tomorrow", "e"),
+	})
+	now := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	for ns, want := range map[string]string{"a": "10:00", "b": "10:00", "c": "12:00", "d": "", "e": ""} {
+		until, ok := sel.PausedUntil(obj(configMaps, ns, "x"), now)
+		got := ""
+		if ok {
+			got = until.Format("15:04")
+		}
+		if got != want {
+			t.Errorf("namespace %s: paused until %q, want %q", ns, got, want)
+		}
+	}
+	if _, ok := sel.PausedUntil(obj(configMaps, "b", "x"), now.Add(90*time.Minute)); ok {
+		t.Error("after the early config's pause ended, it selects b: not paused")
+	}
+	if len(problems) != 1 || !strings.Contains(problems[0].String(), `"tomorrow" is not an RFC 3339 time`) {
+		t.Errorf("problems %v", problems)
+	}
+	unpaused, _ := Merge([]*edgev1.SyncerConfig{paused("early", "", "a", "b")})
+	pausedOnly, _ := Merge([]*edgev1.SyncerConfig{paused("early", "2026-11-27T10:00:00Z", "a", "b")})
+	if unpaused.Equal(pausedOnly) {
+		t.Error("pausing a config must change the selection")
 	}
 }

@@ -68,6 +68,9 @@ type Config struct {
 	Refusals Refusals
 	// SyncTargetName names the edge in what the status says.
 	SyncTargetName string
+	// Pauses, if set, tells which objects are paused: no status is returned for them, and their
+	// upstream objects are labelled with the end of the pause.
+	Pauses Pauses
 }
 
 // notReturned are resources whose upstream status is the upstream apiserver's own.
@@ -93,6 +96,14 @@ type Controller struct {
 	// forbidden are the resources whose objects the syncer may not label upstream, since when (said
 	// once each; tried again after forbiddenRetry).
 	forbidden sync.Map // schema.GroupResource -> time.Time
+	// pausedLabel is the key of the label telling that this target holds an object paused
+	// (mapping.PausedLabel); "" when its name cannot be one. pauseChecks are the keys whose label
+	// may have to change (PauseChanged).
+	pausedLabel string
+	pauseChecks sync.Map // framework.Key -> struct{}
+	// driftedLabel is the key of the label telling that this target holds an object's drift
+	// (mapping.DriftedLabel); "" when its name cannot be one.
+	driftedLabel string
 }
 
 // NewController wires the controller; it does no API I/O.
@@ -101,7 +112,8 @@ func NewController(cfg Config) (*Controller, error) {
 		return nil, errors.New("status: every Config field is required")
 	}
 	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Status, framework.DefaultFieldManager, cfg.Metrics, cfg.Recorder),
-		executing: mapping.ExecutingLabel(cfg.SyncTargetName), applied: mapping.AppliedLabel(cfg.SyncTargetName)}
+		executing: mapping.ExecutingLabel(cfg.SyncTargetName), applied: mapping.AppliedLabel(cfg.SyncTargetName), pausedLabel: mapping.PausedLabel(cfg.SyncTargetName),
+		driftedLabel: mapping.DriftedLabel(cfg.SyncTargetName)}
 	c.queue = framework.NewQueue(metrics.Status, cfg.Metrics.WorkqueueProvider(), c.process)
 	return c, nil
 }
@@ -123,6 +135,12 @@ func (c *Controller) Recheck(key framework.Key) { c.queue.Add(key) }
 func (c *Controller) Prune() {
 	c.queue.Prune(c.Relevant)
 	c.writes.Conflicts().Prune(c.Relevant)
+	c.pauseChecks.Range(func(k, _ interface{}) bool {
+		if !c.Relevant(k.(framework.Key)) {
+			c.pauseChecks.Delete(k)
+		}
+		return true
+	})
 }
 
 // Writes is the controller's write path (for its conflicts: objects other sync targets run too).
@@ -222,6 +240,9 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	down, synced, err := framework.Cached(c.cfg.DownstreamInformers, r.Downstream, key.Namespace, r.Rename.DownName(key.Name))
 	if err != nil || !synced {
 		return 0, err
+	}
+	if paused, wrote, err := c.paused(ctx, key, r, down); paused || wrote || err != nil {
+		return 0, err // paused: downsync tells when the pause ends
 	}
 	// Where the edge's refusals are said upstream, an edge copy without a status (or none, its create
 	// refused) may still have something to say, or a refusal to take back. Without an edge copy, this

@@ -211,6 +211,7 @@ func (s *Syncer) newControllers() error {
 		Mapping: mapping.Options{OwnerLabelValue: s.ownerLabel, Cluster: cfg.Cluster}, FieldManager: cfg.FieldManager, AdoptExisting: cfg.AdoptExisting,
 		ConflictRecheckPeriod: cfg.ConflictRecheckPeriod, OnOwnedDeleted: s.leftoverMayBeEmpty,
 		OnRefused: func(key framework.Key) { s.status.Recheck(key) }, OnDeletionsHeld: s.deletionsHeld,
+		OnPauseChanged: func(key framework.Key) { s.status.PauseChanged(key) },
 	}
 	s.autoscalers = autoscale.NewIndex(func(t autoscale.Target) { s.downsync.EnqueueEdgeObject(t.GroupKind, t.Namespace, t.Name) })
 	dcfg.Autoscalers = s.autoscalers
@@ -223,7 +224,7 @@ func (s *Syncer) newControllers() error {
 	if s.status, err = status.NewController(status.Config{
 		Upstream: cfg.UpstreamDynamic, UpstreamInformers: s.up, DownstreamInformers: s.down,
 		Selection: statusView{s.snapshot}, Metrics: cfg.Metrics, Recorder: cfg.Recorder,
-		Refusals: s.downsync, SyncTargetName: cfg.SyncTargetName,
+		Refusals: s.downsync, Pauses: s.downsync, SyncTargetName: cfg.SyncTargetName,
 	}); err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package syncer
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubestellar/syncer/pkg/downsync"
@@ -120,6 +122,14 @@ func (v downsyncView) PropagatesDeletion(o selection.Object) bool {
 
 func (v downsyncView) RetainedFields(o selection.Object) []mapping.FieldPath {
 	return v.current().selection.RetainedFields(o)
+}
+
+func (v downsyncView) DriftPolicy(o selection.Object) mapping.DriftPolicy {
+	return v.current().selection.DriftPolicy(o)
+}
+
+func (v downsyncView) PausedUntil(o selection.Object, now time.Time) (time.Time, bool) {
+	return v.current().selection.PausedUntil(o, now)
 }
 
 func (v downsyncView) Mentions(gr schema.GroupResource, kind string) bool {

@@ -165,6 +165,12 @@ type NamespaceScopeDownsyncResource struct {
 	// union. spec.replicas of an object a HorizontalPodAutoscaler at the edge scales is retained
 	// without saying.
 	RetainFields []string `json:"retainFields,omitempty"`
+	// What the syncer does when a selected object's edge copy is changed at the edge (drift):
+	// Correct puts it back at once; Report leaves it, says so upstream (Event Drifted, label
+	// drifted.edge.kubestellar.io/<sync target>) and holds the object's upstream changes until the
+	// drift is acknowledged or goes away. An object selected by several entries gets Report if one
+	// says so; the annotation edge.kubestellar.io/drift on the object overrides them. Omitted: Correct.
+	Drift string `json:"drift,omitempty"`
 }
 
 // NamespaceScopeDownsyncObjects selects objects of one namespaced resource by namespace and name.
@@ -196,6 +202,12 @@ type NamespaceScopeDownsyncObjects struct {
 	// union. spec.replicas of an object a HorizontalPodAutoscaler at the edge scales is retained
 	// without saying.
 	RetainFields []string `json:"retainFields,omitempty"`
+	// What the syncer does when a selected object's edge copy is changed at the edge (drift):
+	// Correct puts it back at once; Report leaves it, says so upstream (Event Drifted, label
+	// drifted.edge.kubestellar.io/<sync target>) and holds the object's upstream changes until the
+	// drift is acknowledged or goes away. An object selected by several entries gets Report if one
+	// says so; the annotation edge.kubestellar.io/drift on the object overrides them. Omitted: Correct.
+	Drift string `json:"drift,omitempty"`
 	// The objects selected, namespace by namespace. Omitted or empty selects none.
 	ObjectsByNamespace []NamespaceAndNames `json:"objectsByNamespace,omitempty"`
 }
@@ -245,6 +257,12 @@ type ClusterScopeDownsyncResource struct {
 	// union. spec.replicas of an object a HorizontalPodAutoscaler at the edge scales is retained
 	// without saying.
 	RetainFields []string `json:"retainFields,omitempty"`
+	// What the syncer does when a selected object's edge copy is changed at the edge (drift):
+	// Correct puts it back at once; Report leaves it, says so upstream (Event Drifted, label
+	// drifted.edge.kubestellar.io/<sync target>) and holds the object's upstream changes until the
+	// drift is acknowledged or goes away. An object selected by several entries gets Report if one
+	// says so; the annotation edge.kubestellar.io/drift on the object overrides them. Omitted: Correct.
+	Drift string `json:"drift,omitempty"`
 }
 
 // UpsyncSet selects edge objects to upsync. An empty list means nothing; "*" means all.

@@ -1,0 +1,77 @@
+package mapping
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Drifts names each field that differs (named list elements by name), the edge's value and the
+// manager whose entry names the field; defaults the edge added are no drift.
+func TestDrifts(t *testing.T) {
+	up := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]interface{}{"name": "web", "namespace": "demo", "labels": map[string]interface{}{"app": "web"}},
+		"spec": map[string]interface{}{"replicas": int64(2), "template": map[string]interface{}{"spec": map[string]interface{}{
+			"containers": []interface{}{
+				map[string]interface{}{"name": "app", "image": "app:1"},
+				map[string]interface{}{"name": "side", "image": "side:1"},
+			}}}},
+	}}
+	desired, err := ToDownstream(up, Options{OwnerLabelValue: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := desired.DeepCopy()
+	_ = unstructured.SetNestedField(live.Object, int64(5), "spec", "replicas")
+	_ = unstructured.SetNestedField(live.Object, "Always", "spec", "template", "spec", "restartPolicy") // a default
+	_ = unstructured.SetNestedSlice(live.Object, []interface{}{
+		map[string]interface{}{"name": "side", "image": "side:1", "imagePullPolicy": "IfNotPresent"},
+		map[string]interface{}{"name": "app", "image": "app:hotfix"},
+	}, "spec", "template", "spec", "containers")
+	unstructured.RemoveNestedField(live.Object, "metadata", "labels", "app")
+	at := metav1.NewTime(time.Date(2026, 11, 27, 21, 0, 0, 0, time.UTC))
+	live.SetManagedFields([]metav1.ManagedFieldsEntry{
+		{Manager: "kubestellar-syncer", Operation: metav1.ManagedFieldsOperationApply, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)}},
+		{Manager: "kubectl-scale", Operation: metav1.ManagedFieldsOperationUpdate, Time: &at, Subresource: "scale",
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)}},
+		{Manager: "kubectl-set", Operation: metav1.ManagedFieldsOperationUpdate, Time: &at,
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{"f:image":{}}}}}}}`)}},
+	})
+	got := map[string]Drift{}
+	for _, d := range Drifts(desired, live, "kubestellar-syncer") {
+		got[d.Path] = d
+	}
+	want := map[string]Drift{
+		"metadata.labels.app": {Path: "metadata.labels.app", Edge: "(absent)"},
+		"spec.replicas":       {Path: "spec.replicas", Edge: "5", Manager: "kubectl-scale", Since: "2026-11-27T21:00:00Z"},
+		"spec.template.spec.containers[name=app].image": {Path: "spec.template.spec.containers[name=app].image", Edge: `"app:hotfix"`,
+			Manager: "kubectl-set", Since: "2026-11-27T21:00:00Z"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("drifts %+v, want %+v", got, want)
+	}
+	for p, w := range want {
+		if got[p] != w {
+			t.Errorf("%s: %+v, want %+v", p, got[p], w)
+		}
+	}
+
+	// Acknowledged: a drift found at or after every change; not a change made since.
+	ack := up.DeepCopy()
+	ack.SetAnnotations(map[string]string{AcknowledgeDriftAnnotation: "other=20261127T230000Z, t=" + DriftID(at.Add(time.Minute))})
+	drifts := Drifts(desired, live, "kubestellar-syncer")
+	if !AcknowledgedAll(ack, "t", drifts) || AcknowledgedAll(ack, "t2", drifts) || !Acknowledged(ack, "t", DriftID(at.Add(time.Minute))) {
+		t.Error("acknowledgement not read")
+	}
+	ack.SetAnnotations(map[string]string{AcknowledgeDriftAnnotation: "t=" + DriftID(at.Add(-time.Minute))})
+	if AcknowledgedAll(ack, "t", drifts) {
+		t.Error("an acknowledgement older than the change acknowledges it")
+	}
+	if _, err := ParseDriftPolicy("Sometimes"); err == nil || !strings.Contains(err.Error(), "neither") {
+		t.Error("a bad policy parsed")
+	}
+}
