@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 	"sync"
@@ -52,6 +53,8 @@ type Breaker struct {
 	// baseline are the release annotations as they were when the breaker tripped: only a release
 	// made since counts.
 	baseline map[string]string
+	// refused are the release annotations said to release nothing, by config: said once each.
+	refused map[string]string
 }
 
 // New returns a breaker; owned counts the objects the syncer owns at the edge now; releases reads
@@ -68,7 +71,7 @@ func New(opts Options, owned func() int, releases func() map[string]string, now 
 		now = time.Now
 	}
 	return &Breaker{opts: opts, owned: owned, releases: releases, now: now, held: map[framework.Key]struct{}{},
-		pending: map[framework.Key]time.Time{}}
+		pending: map[framework.Key]time.Time{}, refused: map[string]string{}}
 }
 
 // Allow tells whether the deletion of key may go ahead now: ok, or to be asked again after wait (it
@@ -159,30 +162,54 @@ func (b *Breaker) State(limit int) State {
 	return s
 }
 
+// Refusal is a release annotation made since the breaker tripped that releases nothing, and why.
+type Refusal struct {
+	Config, Value, Reason string
+}
+
 // Consider looks at the release annotations of the configs (config name → value): when tripped,
 // the first made since it tripped (a value it did not have then) that names at least the count held
-// releases them all; they are returned, for their deletions to be processed again (uncounted).
-func (b *Breaker) Consider(releases map[string]string) []framework.Key {
+// releases them all; they are returned, for their deletions to be processed again (uncounted). The
+// others made since it tripped are refusals, each returned once (to be said).
+func (b *Breaker) Consider(releases map[string]string) ([]framework.Key, []Refusal) {
 	if b == nil {
-		return nil
+		return nil, nil
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.tripped {
-		return nil
+		return nil, nil
 	}
-	for name, v := range releases {
+	var refusals []Refusal
+	names := make([]string, 0, len(releases))
+	for name := range releases {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		v := releases[name]
+		if v == b.baseline[name] {
+			continue
+		}
 		n, err := strconv.Atoi(v)
-		if v == b.baseline[name] || err != nil || n < len(b.held) {
+		if err != nil || n < len(b.held) {
+			if b.refused[name] != v {
+				reason := fmt.Sprintf("%q is not a count", v)
+				if err == nil {
+					reason = fmt.Sprintf("it names %d, fewer than the %d deletions held", n, len(b.held))
+				}
+				refusals = append(refusals, Refusal{Config: name, Value: v, Reason: reason})
+				b.refused[name] = v
+			}
 			continue
 		}
 		keys := make([]framework.Key, 0, len(b.held))
 		for k := range b.held {
 			keys = append(keys, k)
 		}
-		b.tripped, b.held, b.recent, b.baseline = false, map[framework.Key]struct{}{}, nil, nil
+		b.tripped, b.held, b.recent, b.baseline, b.refused = false, map[framework.Key]struct{}{}, nil, nil, map[string]string{}
 		b.allowance = len(keys)
-		return keys
+		return keys, nil
 	}
-	return nil
+	return nil, refusals
 }

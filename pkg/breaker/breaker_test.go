@@ -103,13 +103,21 @@ func TestABurstDeletesNothingAndIsReleased(t *testing.T) {
 		t.Error("a deletion allowed while tripped (or said to trip it again)")
 	}
 	tb.b.Forget(key(5000)) // wanted again
-	if got := tb.b.Consider(map[string]string{"shop": "7"}); got != nil {
-		t.Errorf("released %d by a release made before it tripped", len(got))
+	if got, refused := tb.b.Consider(map[string]string{"shop": "7"}); got != nil || refused != nil {
+		t.Errorf("released %d (refusals %v) by a release made before it tripped", len(got), refused)
 	}
-	if got := tb.b.Consider(map[string]string{"shop": "999"}); got != nil {
-		t.Errorf("released %d by a release naming fewer than held", len(got))
+	for i := 0; i < 2; i++ {
+		got, refused := tb.b.Consider(map[string]string{"shop": "999", "web": "all"})
+		switch {
+		case got != nil:
+			t.Errorf("released %d by a release naming fewer than held", len(got))
+		case i == 0 && (len(refused) != 2 || refused[0].Reason != `it names 999, fewer than the 1000 deletions held` || refused[1].Reason != `"all" is not a count`):
+			t.Errorf("refusals %+v: want both said, with why", refused)
+		case i == 1 && refused != nil:
+			t.Errorf("refusals said again: %+v", refused)
+		}
 	}
-	got := tb.b.Consider(map[string]string{"shop": "7", "other": "1000"})
+	got, _ := tb.b.Consider(map[string]string{"shop": "7", "other": "1000"})
 	if len(got) != 1000 {
 		t.Fatalf("released %d; want the 1,000 held", len(got))
 	}

@@ -47,7 +47,12 @@ func (s *Syncer) releases() map[string]string {
 // the deletions released are processed again.
 func (s *Syncer) releaseHandler(ctx context.Context) cache.ResourceEventHandler {
 	consider := func() {
-		keys := s.deletions.Consider(s.releases())
+		keys, refusals := s.deletions.Consider(s.releases())
+		for _, r := range refusals {
+			klog.FromContext(ctx).Info("Not releasing the held deletions: the release annotation releases nothing",
+				"syncerConfig", r.Config, "annotation", breaker.ReleaseAnnotation, "value", r.Value, "reason", r.Reason)
+			s.releaseRefused(r)
+		}
 		if len(keys) == 0 {
 			return
 		}
@@ -60,6 +65,19 @@ func (s *Syncer) releaseHandler(ctx context.Context) cache.ResourceEventHandler 
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(interface{}) { consider() },
 		UpdateFunc: func(_, _ interface{}) { consider() },
+	}
+}
+
+// releaseRefused says on a SyncerConfig why its release annotation releases nothing (a Warning Event).
+func (s *Syncer) releaseRefused(r breaker.Refusal) {
+	if s.cfg.Recorder == nil {
+		return
+	}
+	for _, obj := range s.configInformer.List("") {
+		if u, ok := obj.(*unstructured.Unstructured); ok && u.GetName() == r.Config {
+			s.cfg.Recorder.Event(u, corev1.EventTypeWarning, "ReleaseRefused", fmt.Sprintf("Sync target %s does not release the deletions it holds: %s=%q: %s; write at least the count held (condition %s)",
+				s.cfg.SyncTargetName, breaker.ReleaseAnnotation, r.Value, r.Reason, conditions.DeletionsHeld))
+		}
 	}
 }
 

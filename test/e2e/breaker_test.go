@@ -13,7 +13,8 @@ import (
 // once; with a breaker of 10 deletions (and 20% of what the syncer owns) a minute, none goes, all 31
 // are held: condition
 // DeletionsHeld says how many and how to let them go, the metric counts them, creates go on, a
-// restart keeps holding, a release naming fewer than held releases nothing, one naming them all lets
+// restart keeps holding, a release naming fewer than held releases nothing and says why (Warning Event
+// ReleaseRefused on the SyncerConfig), one naming them all lets
 // them go.
 func TestDeletionBreaker(t *testing.T) {
 	t.Parallel()
@@ -72,6 +73,7 @@ func TestDeletionBreaker(t *testing.T) {
 	}
 	release("5")
 	held(31)
+	f.waitEvent(f.up, "default", f.name, "ReleaseRefused", "it names 5, fewer than the 31 deletions held")
 	release("31")
 	eventually(t, podTimeout, "the released deletions done", func() (bool, string) {
 		n := edgeCopies(f, ns)
