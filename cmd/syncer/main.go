@@ -40,6 +40,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/mailboxes"
 	"github.com/kubestellar/syncer/pkg/metrics"
 	"github.com/kubestellar/syncer/pkg/reachability"
+	"github.com/kubestellar/syncer/pkg/report"
 	"github.com/kubestellar/syncer/pkg/syncer"
 	"github.com/kubestellar/syncer/pkg/version"
 )
@@ -131,6 +132,7 @@ func run(opts *options.Options, stdout, stderr io.Writer) error {
 		return err
 	}
 	var s engineRunner
+	var whole http.Handler // the whole report of report-only mode (one workspace only)
 	if opts.APIExportEndpointSlice != "" {
 		if s, err = mailboxesController(opts, cfg, upCfg, downCfg); err != nil {
 			return err
@@ -142,6 +144,8 @@ func run(opts *options.Options, stdout, stderr io.Writer) error {
 		}
 		defer stop()
 		cfg.Recorder = recorder
+		cfg.Report = report.NewStore()
+		whole = cfg.Report
 		if s, err = syncer.New(cfg); err != nil {
 			return err
 		}
@@ -153,7 +157,7 @@ func run(opts *options.Options, stdout, stderr io.Writer) error {
 		watchdog = leaderelection.NewLeaderHealthzAdaptor(opts.LeaderElectRenewDeadline)
 	}
 	h := health{ready: s.Ready, standby: func() bool { return opts.LeaderElect && !leading.Load() }, watchdog: watchdog}
-	components, err := servers(opts, reg, h)
+	components, err := servers(opts, reg, h, whole)
 	if err != nil {
 		return err
 	}
@@ -235,11 +239,14 @@ func prepare(opts *options.Options, stdout, stderr io.Writer) error {
 }
 
 // servers are the metrics and health-probe servers the flags ask for.
-func servers(opts *options.Options, reg *prometheus.Registry, h health) ([]component, error) {
+func servers(opts *options.Options, reg *prometheus.Registry, h health, wholeReport http.Handler) ([]component, error) {
 	var out []component
 	if addr := opts.MetricsBindAddress; addr != "0" && addr != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		if wholeReport != nil {
+			mux.Handle("/report", wholeReport) // what report-only mode would write, whole
+		}
 		if opts.Profiling {
 			mux.HandleFunc("/debug/pprof/", pprof.Index)
 			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -336,6 +343,7 @@ func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics
 		HeartbeatPeriod:        opts.HeartbeatPeriod,
 		ConflictRecheckPeriod:  opts.ConflictRecheckPeriod,
 		EdgeWarnings:           opts.EdgeWarnings,
+		ReportOnly:             opts.ReportOnly,
 		DeletionBreaker:        breaker.Options{Count: opts.DeletionBreakerCount, Percent: opts.DeletionBreakerPercent},
 		ConfigSelector:         opts.SyncerConfigSelector,
 		Metrics:                m,

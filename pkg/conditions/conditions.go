@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubestellar/syncer/pkg/breaker"
 	"github.com/kubestellar/syncer/pkg/problem"
+	"github.com/kubestellar/syncer/pkg/report"
 )
 
 // Condition types written on every SyncerConfig's status.
@@ -22,6 +23,9 @@ const (
 	// DeletionsHeld is True while the deletion breaker holds deletions (package breaker): the one
 	// condition whose True is a problem.
 	DeletionsHeld = "DeletionsHeld"
+	// ReportOnly is True while the syncer only reports what it would write (report-only mode, or a
+	// SyncerConfig's spec.reportOnly): it is not syncing those objects, so Ready is False.
+	ReportOnly = "ReportOnly"
 )
 
 // healthy tells whether a condition says that all is well: True, but for DeletionsHeld, False.
@@ -57,12 +61,20 @@ type Sources interface {
 	// DeletionsHeld tells whether the deletion breaker holds deletions at the edge: since when, how
 	// many, and up to limit of them.
 	DeletionsHeld(limit int) (held bool, since time.Time, count int, examples []string)
+	// Report is what the syncer would write in report-only mode, cut to limit objects; nil when it
+	// reports nothing (neither the mode nor a config asks).
+	Report(limit int) *report.Summary
 }
 
 // Shared computes the conditions that are the same on every SyncerConfig: objects failing or in
 // conflict, and reachability. The heartbeat computes them once per beat.
 func Shared(src Sources) []metav1.Condition {
 	var out []metav1.Condition
+	if r := src.Report(MaxExamples); r != nil {
+		out = append(out, metav1.Condition{Type: ReportOnly, Status: metav1.ConditionTrue, Reason: "ReportOnly",
+			Message: fmt.Sprintf("Report-only: nothing is written at the edge for the objects reported; it would create %d, update %d and delete %d objects (%d in conflict, %d refused by the edge). They are listed in status.syncTargets[].report; the whole report is at the syncer's /report.",
+				r.Creates, r.Updates, r.Deletes, r.Conflicts, r.Refused)})
+	}
 	failing, conflicts, examples := src.ObjectProblems(MaxExamples)
 	if failing+conflicts == 0 {
 		out = append(out, metav1.Condition{Type: ObjectsSynced, Status: metav1.ConditionTrue, Reason: "Synced", Message: "No object is failing to sync."})

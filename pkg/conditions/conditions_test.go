@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubestellar/syncer/pkg/problem"
+	"github.com/kubestellar/syncer/pkg/report"
 )
 
 func TestBoundedMessage(t *testing.T) {
@@ -37,7 +38,10 @@ type sources struct {
 	failing, conflicts int
 	reachable          bool
 	held               int
+	report             *report.Summary
 }
+
+func (s sources) Report(int) *report.Summary { return s.report }
 
 func (s sources) DeletionsHeld(limit int) (bool, time.Time, int, []string) {
 	var ex []string

@@ -2,6 +2,7 @@ package conditions
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/logging"
 	"github.com/kubestellar/syncer/pkg/metrics"
 	"github.com/kubestellar/syncer/pkg/problem"
+	"github.com/kubestellar/syncer/pkg/report"
 )
 
 // Config is what New needs.
@@ -79,12 +81,16 @@ func (h *Heartbeat) Beat(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	now := metav1.Now()
 	shared := Shared(h.cfg.Sources)
+	summary := h.cfg.Sources.Report(MaxReportObjects)
 	problems := h.cfg.Sources.SelectionProblems()
 	h.logMissingNamespaces(logger, problems)
 	failed := 0
 	for _, cfg := range h.cfg.Configs() {
 		kind, gvr := KindOf(cfg)
 		body := StatusApply(cfg, h.cfg.SyncTarget, ForConfig(kind, cfg.GetName(), cfg.GetGeneration(), problems, shared), now, 3*h.period)
+		if kind == problem.SyncerConfig {
+			withReport(body, summary)
+		}
 		_, err := h.cfg.Upstream.Resource(gvr).ApplyStatus(ctx, cfg.GetName(), body,
 			metav1.ApplyOptions{FieldManager: h.fieldManager(), Force: true})
 		if apierrors.IsNotFound(err) {
@@ -162,6 +168,29 @@ func StatusApply(cfg *unstructured.Unstructured, target string, conds []metav1.C
 	}}
 	body.SetName(cfg.GetName())
 	return body
+}
+
+// MaxReportObjects and MaxReportChanges bound the report a SyncerConfig's status holds (the whole one
+// is at /report).
+const (
+	MaxReportObjects = 50
+	MaxReportChanges = 10
+)
+
+// withReport puts the report-only summary (nil: none) in the sync target's entry of a status apply
+// configuration; without an entry, nothing.
+func withReport(body *unstructured.Unstructured, summary *report.Summary) {
+	entries, _, _ := unstructured.NestedSlice(body.Object, "status", "syncTargets")
+	if summary == nil || len(entries) != 1 {
+		return
+	}
+	data, err := json.Marshal(summary)
+	var m map[string]interface{}
+	if err != nil || json.Unmarshal(data, &m) != nil {
+		return
+	}
+	entries[0].(map[string]interface{})["report"] = m
+	_ = unstructured.SetNestedSlice(body.Object, entries, "status", "syncTargets")
 }
 
 // toUnstructured is conditions as an apply configuration holds them.

@@ -20,6 +20,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/metrics"
 	"github.com/kubestellar/syncer/pkg/problem"
+	"github.com/kubestellar/syncer/pkg/report"
 	"github.com/kubestellar/syncer/pkg/selection"
 	"github.com/kubestellar/syncer/pkg/wellknown"
 )
@@ -70,6 +71,8 @@ type Selection interface {
 	RetainedFields(o selection.Object) []mapping.FieldPath
 	// DriftPolicy is what to do when a selected object's edge copy drifts, as its entries say.
 	DriftPolicy(o selection.Object) mapping.DriftPolicy
+	// ReportsOnly tells whether every SyncerConfig selecting an object only reports (spec.reportOnly).
+	ReportsOnly(o selection.Object) bool
 	// PausedUntil tells whether the SyncerConfigs selecting an object pause it at now, and until when.
 	PausedUntil(o selection.Object, now time.Time) (time.Time, bool)
 	// Resources lists the selected resources read upstream (their Upstream set; Downstream when the
@@ -112,6 +115,11 @@ type Config struct {
 	// OnPauseChanged, if set, is told the key of every object whose pause starts, changes or ends
 	// (PausedUntil changed): status return labels the upstream object with it.
 	OnPauseChanged func(framework.Key)
+	// ReportOnly writes nothing at the edge: what would be written is recorded in Report (and
+	// logged). So are the objects that only report-only SyncerConfigs select.
+	ReportOnly bool
+	// Report is the report of report-only mode (an empty one when nil).
+	Report *report.Store
 	// Now is the clock pauses are read against (time.Now when nil).
 	Now func() time.Time
 	// Autoscalers, if set, tells which edge objects an autoscaler there scales: their spec.replicas is
@@ -162,6 +170,9 @@ func NewController(cfg Config) (*Controller, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Report == nil {
+		cfg.Report = report.NewStore()
 	}
 	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Downsync, cfg.FieldManager, cfg.Metrics, cfg.Recorder), terminating: map[framework.Key]string{}, early: newEarly(),
 		pauses: pauses{held: map[framework.Key]time.Time{}, drifted: map[framework.Key]string{}, told: map[framework.Key]map[string]string{}}}

@@ -33,6 +33,7 @@ const maxDriftsTold = 10
 func (c *Controller) heldDrift(ctx context.Context, key framework.Key, r Resource, upObj, desired, downObj *unstructured.Unstructured) (held bool, err error) {
 	policy := c.driftPolicy(ctx, key, upObj) // read first: a bad value is said when first seen
 	if downObj == nil || !mapping.OwnedDownstream(downObj) {
+		c.recordDrift(key, "") // a held copy deleted, or replaced
 		return false, nil
 	}
 	if id := mapping.HeldDrift(downObj); id != "" {
@@ -41,7 +42,8 @@ func (c *Controller) heldDrift(ctx context.Context, key framework.Key, r Resourc
 		case policy != mapping.DriftReport:
 			why = "the drift policy is " + string(policy)
 		case mapping.Acknowledged(upObj, c.cfg.SyncTargetName, id):
-			why = "acknowledged upstream"
+			// Put back in this same pass: found again, the drift would be held anew.
+			return false, c.releaseDrift(ctx, key, r, upObj, downObj, "acknowledged upstream")
 		case mapping.UpToDate(desired, downObj):
 			why = "the edge copy matches upstream again"
 		default:
@@ -50,6 +52,7 @@ func (c *Controller) heldDrift(ctx context.Context, key framework.Key, r Resourc
 		}
 		return true, c.releaseDrift(ctx, key, r, upObj, downObj, why)
 	}
+	c.recordDrift(key, "")
 	if policy != mapping.DriftReport || mapping.UpToDate(desired, downObj) ||
 		desired.GetAnnotations()[mapping.HashAnnotation] != downObj.GetAnnotations()[mapping.HashAnnotation] {
 		return false, nil // in step, or changed upstream: written as usual
@@ -137,7 +140,8 @@ func (c *Controller) releaseDrift(ctx context.Context, key framework.Key, r Reso
 	return nil
 }
 
-// recordDrift records a held drift not recorded yet.
+// recordDrift records the drift held for key ("" none) when it is not recorded so (found held after a
+// restart; a held copy gone).
 func (c *Controller) recordDrift(key framework.Key, id string) {
 	c.pauses.mu.Lock()
 	known := c.pauses.drifted[key] == id
@@ -145,6 +149,14 @@ func (c *Controller) recordDrift(key framework.Key, id string) {
 	if !known {
 		c.driftChanged(key, id)
 	}
+}
+
+// HeldDrift is the id of the drift held for key, "" when none (status return labels the upstream
+// object with it).
+func (c *Controller) HeldDrift(key framework.Key) string {
+	c.pauses.mu.Lock()
+	defer c.pauses.mu.Unlock()
+	return c.pauses.drifted[key]
 }
 
 // driftChanged records a key's held drift ("" none), sets the gauge and tells status return, which
@@ -156,9 +168,8 @@ func (c *Controller) driftChanged(key framework.Key, id string) {
 	} else {
 		c.pauses.drifted[key] = id
 	}
-	n := len(c.pauses.drifted)
+	c.cfg.Metrics.DriftHeld.Set(float64(len(c.pauses.drifted)))
 	c.pauses.mu.Unlock()
-	c.cfg.Metrics.DriftHeld.Set(float64(n))
 	if c.cfg.OnPauseChanged != nil {
 		c.cfg.OnPauseChanged(key)
 	}

@@ -49,10 +49,14 @@ func (c *Controller) paused(ctx context.Context, key framework.Key, upObj, downO
 	now := c.cfg.Now()
 	var until time.Time
 	from := ""
+	edgeCopy := ownedOrNil(downObj)
+	if !selected && edgeCopy == nil {
+		upObj = nil // neither selected nor at the edge: not this sync target's to pause
+	}
 	for _, side := range []struct {
 		obj  *unstructured.Unstructured
 		what string
-	}{{upObj, "the upstream object"}, {ownedOrNil(downObj), "the edge copy at sync target " + c.cfg.SyncTargetName}} {
+	}{{upObj, "the upstream object"}, {edgeCopy, "the edge copy at sync target " + c.cfg.SyncTargetName}} {
 		p := mapping.PauseOf(side.obj)
 		switch {
 		case p.Active(now):
@@ -63,7 +67,7 @@ func (c *Controller) paused(ctx context.Context, key framework.Key, upObj, downO
 			c.notHonoured(ctx, key, upObj, side.what, side.obj.GetAnnotations()[mapping.PausedUntilAnnotation], p.Err)
 		}
 	}
-	if upObj == nil && ownedOrNil(downObj) != nil {
+	if upObj == nil && edgeCopy != nil {
 		// Gone upstream: a paused config that selects what its edge copy is still holds its deletion.
 		sel, selected = selection.ObjectOf(key.GVR.GroupResource(), downObj), true
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/logging"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/metrics"
+	"github.com/kubestellar/syncer/pkg/report"
 	"github.com/kubestellar/syncer/pkg/selection"
 )
 
@@ -124,8 +125,9 @@ func (c *Controller) upsyncedCopy(ctx context.Context, key framework.Key, upObj 
 // deleteUnrenamed deletes the copy of an object that a conversion now renames, written under its
 // upstream name before the conversion existed: the renamed copy replaces it.
 func (c *Controller) deleteUnrenamed(ctx context.Context, key framework.Key, r Resource) error {
-	if !r.Rename.RenamesObjects() || r.Rename.DownName(key.Name) == key.Name || r.Upstream.GroupResource() != r.Downstream.GroupResource() {
-		return nil
+	if !r.Rename.RenamesObjects() || r.Rename.DownName(key.Name) == key.Name || r.Upstream.GroupResource() != r.Downstream.GroupResource() ||
+		c.cfg.ReportOnly {
+		return nil // report-only: the renamed copy is reported, the old one left
 	}
 	old, synced, err := framework.Cached(c.cfg.DownstreamInformers, r.Downstream, key.Namespace, key.Name)
 	if err != nil || !synced || old == nil || !mapping.OwnedDownstream(old) || old.GetAnnotations()[mapping.RenaturedFromAnnotation] != "" ||
@@ -140,6 +142,8 @@ func (c *Controller) deleteUnrenamed(ctx context.Context, key framework.Key, r R
 // delete deletes an owned downstream object that is no longer wanted, once the deletion breaker lets
 // it (it may ask to look again after a while).
 func (c *Controller) delete(ctx context.Context, key framework.Key, r Resource, downObj *unstructured.Unstructured) (time.Duration, error) {
+	c.cfg.Report.Forget(key) // nothing to report unless it would be deleted (below)
+	c.recordDrift(key, "")
 	switch {
 	case downObj == nil:
 		klog.FromContext(ctx).V(logging.Skip).Info("Not wanted, and no edge object to delete")
@@ -157,6 +161,10 @@ func (c *Controller) delete(ctx context.Context, key framework.Key, r Resource, 
 		return 0, nil
 	case mapping.KeepOnDelete(downObj):
 		klog.FromContext(ctx).V(logging.Skip).Info("Not deleting: the configs that selected it do not propagate deletion", "annotation", mapping.PropagateDeletionAnnotation)
+		return 0, nil
+	}
+	if c.cfg.ReportOnly {
+		c.reported(ctx, key, report.Entry{Action: report.Delete})
 		return 0, nil
 	}
 	if d := c.cfg.Deletions; d != nil {
@@ -191,6 +199,10 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 		if c.waitingOnTerminating(key, key.Namespace, terminating) {
 			logger.V(logging.Change).Info("Waiting for the namespace to finish terminating at the edge", "namespace", key.Namespace)
 		}
+		if wait && !terminating && c.reportsOnly(key, upObj) {
+			c.reported(ctx, key, report.Entry{Action: report.Create}) // its namespace would be created first
+			return 0, nil
+		}
 		if err != nil || wait {
 			if wait && !terminating {
 				logger.V(logging.Skip).Info("Waiting for the namespace downstream")
@@ -214,10 +226,13 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 		c.writes.Unmappable(ctx, key, err)
 		return 0, nil
 	}
-	if held, err := c.heldDrift(ctx, key, r, upObj, desired, downObj); held || err != nil {
-		return 0, err // held: the note's or the acknowledgement's event brings the key back
+	reportOnly := c.reportsOnly(key, upObj)
+	if !reportOnly {
+		if held, err := c.heldDrift(ctx, key, r, upObj, desired, downObj); held || err != nil {
+			return 0, err // held: the note's or the acknowledgement's event brings the key back
+		}
 	}
-	return c.write(ctx, key, r, upObj, desired, downObj, opts.Retain)
+	return c.write(ctx, key, r, upObj, desired, downObj, writeOptions{retain: opts.Retain, reportOnly: reportOnly})
 }
 
 // autoscalersWait is how long an object with replicas waits for the edge's autoscalers to be listed.

@@ -59,6 +59,7 @@ func (v *view) RetainedFields(o selection.Object) []mapping.FieldPath {
 	return v.sel.RetainedFields(o)
 }
 func (v *view) DriftPolicy(o selection.Object) mapping.DriftPolicy { return v.sel.DriftPolicy(o) }
+func (v *view) ReportsOnly(o selection.Object) bool                { return v.sel.ReportsOnly(o) }
 func (v *view) PausedUntil(o selection.Object, now time.Time) (time.Time, bool) {
 	return v.sel.PausedUntil(o, now)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/metrics"
+	"github.com/kubestellar/syncer/pkg/report"
 )
 
 // write creates or updates the edge object of a wanted upstream object through the steps of the
@@ -20,13 +21,13 @@ import (
 // cache holds (nil: absent there). The cache holds only the syncer's own objects, so an object absent
 // from it may still exist, unowned: the create (a plain POST, the apiserver's cheapest write; an
 // apply costs it a third more) then finds its name taken, and the object in the way is read and
-// taken through the steps as it is. retain are the fields the edge owns (mapping.Options.Retain).
+// taken through the steps as it is.
 func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, upObj, desired, downObj *unstructured.Unstructured,
-	retain []mapping.FieldPath) (time.Duration, error) {
-	op := &downWrite{c: c, key: key, r: r, up: upObj, desired: desired, down: downObj, retain: retain}
+	opts writeOptions) (time.Duration, error) {
+	op := &downWrite{c: c, key: key, r: r, up: upObj, desired: desired, down: downObj, writeOptions: opts}
 	after, err := c.writes.Do(ctx, key, op)
 	if op.taken != nil {
-		live := &downWrite{c: c, key: key, r: r, up: upObj, desired: desired, down: op.taken, readLive: true, retain: retain}
+		live := &downWrite{c: c, key: key, r: r, up: upObj, desired: desired, down: op.taken, readLive: true, writeOptions: opts}
 		after, err = c.writes.Do(ctx, key, live)
 	}
 	if err == nil {
@@ -62,8 +63,15 @@ type downWrite struct {
 	readLive bool
 	// taken is the object a create found in the way (read live), to take through the steps next.
 	taken *unstructured.Unstructured
+	writeOptions
+}
+
+// writeOptions are how an object is written.
+type writeOptions struct {
 	// retain are the fields the edge owns: desired leaves them out, send puts in the values to write.
 	retain []mapping.FieldPath
+	// reportOnly: nothing is written; what would be is reported (report.go).
+	reportOnly bool
 }
 
 var _ framework.Write = &downWrite{}
@@ -78,7 +86,15 @@ func (w *downWrite) owned() bool { return w.down != nil && mapping.OwnedDownstre
 // adopting), of another workspace (one syncer serving several), or without the syncer's mark (unless
 // adopting; a Namespace that was there before is used as it is, see Skip). A mark without any owner
 // label is the syncer's own object drifted (or the release-0.14 syncer's): it is put back.
-func (w *downWrite) Blocked(context.Context) *framework.Blocked {
+func (w *downWrite) Blocked(ctx context.Context) *framework.Blocked {
+	b := w.blocked()
+	if b != nil && w.reportOnly {
+		w.c.reported(ctx, w.key, report.Entry{Action: report.Conflict, Error: b.LogMsg})
+	}
+	return b
+}
+
+func (w *downWrite) blocked() *framework.Blocked {
 	c, key := w.c, w.key
 	recheck := c.cfg.ConflictRecheckPeriod
 	switch {
@@ -108,6 +124,14 @@ func (w *downWrite) Creating() bool { return w.down == nil }
 // Skip: a Namespace that was there before the syncer (used as it is, even when adopting), a
 // create-only object that exists, an object up to date.
 func (w *downWrite) Skip() string {
+	why := w.skip()
+	if why != "" && w.reportOnly {
+		w.c.cfg.Report.Forget(w.key)
+	}
+	return why
+}
+
+func (w *downWrite) skip() string {
 	switch {
 	case w.down != nil && !w.owned() && isNamespaces(w.key.GVR.GroupResource()):
 		return "Namespace exists downstream and is not the syncer's; using it as it is"
@@ -131,6 +155,9 @@ func (w *downWrite) Before(ctx context.Context) *unstructured.Unstructured {
 // take in place replaced (recreate), then a plain create or a server-side apply; a create that finds
 // the name taken leaves the object in the way in taken.
 func (w *downWrite) Do(ctx context.Context, _ *unstructured.Unstructured) framework.Outcome {
+	if w.reportOnly {
+		return w.report(ctx)
+	}
 	if gone, err := w.handOver(ctx); err != nil || gone {
 		return framework.Outcome{Err: err} // gone: its deletion's event brings the key back
 	}

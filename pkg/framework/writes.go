@@ -84,8 +84,11 @@ func (w *Writes) Conflict(ctx context.Context, key Key, about runtime.Object, lo
 }
 
 // Event records an Event on about, the upstream object the user looks at; nothing without a
-// recorder or an object. client-go's recorder deduplicates and rate-limits Events.
+// recorder or an object (nil, or a nil *unstructured.Unstructured). client-go's recorder deduplicates and rate-limits Events.
 func (w *Writes) Event(about runtime.Object, eventType, reason, message string) {
+	if u, ok := about.(*unstructured.Unstructured); ok && u == nil {
+		return // no object (gone upstream): a nil in an interface is not nil
+	}
 	if w.recorder != nil && about != nil {
 		w.recorder.Event(about, eventType, reason, message)
 	}

@@ -92,8 +92,8 @@ func AcknowledgedAll(up *unstructured.Unstructured, syncTarget string, drifts []
 	}
 	for _, d := range drifts {
 		since, err := time.Parse(time.RFC3339, d.Since)
-		if err == nil && since.After(latest) {
-			return false
+		if err != nil || since.After(latest) {
+			return false // a change nobody is known to have made when: not known to be acknowledged
 		}
 	}
 	return true
@@ -116,11 +116,19 @@ const maxDriftValue = 80
 
 // Drifts lists the fields of desired whose value at the edge (live) differs, with who changed them.
 // Maps are walked field by field and lists of named elements element by element; other lists and
-// scalars are compared whole (a map at the edge may hold more: defaults). self is the syncer's field
-// manager, never named as the one who changed a field.
+// scalars are compared whole (a map at the edge may hold more: defaults). The syncer's marks are not
+// content. self is the syncer's field manager, never named as the one who changed a field.
 func Drifts(desired, live *unstructured.Unstructured, self string) []Drift {
 	var out []Drift
 	var walk func(path []string, want, have interface{})
+	add := func(path []string, have interface{}, absent bool) {
+		d := Drift{Path: joinPath(path), Edge: "(absent)"}
+		if !absent {
+			d.Edge = shortJSON(have)
+		}
+		d.Manager, d.Since = ownerOf(live, path, self)
+		out = append(out, d)
+	}
 	walk = func(path []string, want, have interface{}) {
 		if Subset(want, have) {
 			return
@@ -134,9 +142,12 @@ func Drifts(desired, live *unstructured.Unstructured, self string) []Drift {
 				}
 				sort.Strings(keys)
 				for _, k := range keys {
+					if skip(path, k, len(path) == 0) {
+						continue
+					}
 					hv, ok := h[k]
 					if !ok && !isEmpty(w[k]) {
-						out = append(out, Drift{Path: joinPath(append(path, k)), Edge: "(absent)"})
+						add(append(path, k), nil, true)
 						continue
 					}
 					walk(append(append([]string(nil), path...), k), w[k], hv)
@@ -144,22 +155,23 @@ func Drifts(desired, live *unstructured.Unstructured, self string) []Drift {
 				return
 			}
 		case []interface{}:
-			if h, ok := have.([]interface{}); ok && namedElements(w) && namedElements(h) && len(w) == len(h) {
+			if h, ok := have.([]interface{}); ok && namedElements(w) && namedElements(h) {
 				for _, e := range w {
-					name := e.(map[string]interface{})["name"]
+					step := fmt.Sprintf("[name=%v]", e.(map[string]interface{})["name"])
 					if he, ok := element(h, e, -1); ok {
-						walk(append(append([]string(nil), path...), fmt.Sprintf("[name=%v]", name)), e, he)
+						walk(append(append([]string(nil), path...), step), e, he)
+					} else {
+						add(append(path, step), nil, true)
 					}
 				}
-				return
+				if len(w) == len(h) {
+					return
+				}
 			}
 		}
-		out = append(out, Drift{Path: joinPath(path), Edge: shortJSON(have)})
+		add(path, have, false)
 	}
 	walk(nil, desiredFields(desired), live.Object)
-	for i := range out {
-		out[i].Manager, out[i].Since = ownerOf(live, out[i].Path, self)
-	}
 	return out
 }
 
@@ -177,10 +189,16 @@ func namedElements(list []interface{}) bool {
 	return len(list) > 0
 }
 
+// joinPath writes a path as retainFields does: dotted names, a name with dots or slashes in brackets
+// (metadata.labels[app.kubernetes.io/name]), named elements as [name=<n>].
 func joinPath(path []string) string {
 	var b strings.Builder
 	for i, p := range path {
-		if i > 0 && !strings.HasPrefix(p, "[") {
+		switch {
+		case strings.HasPrefix(p, "[name="):
+		case strings.ContainsAny(p, "./[]"):
+			p = "[" + p + "]"
+		case i > 0:
 			b.WriteByte('.')
 		}
 		b.WriteString(p)
@@ -201,7 +219,7 @@ func shortJSON(v interface{}) string {
 
 // ownerOf is the field manager (other than self) whose managedFields entry on obj names the field at
 // path or the closest of its parents, and the time of that entry; the latest such entry.
-func ownerOf(obj *unstructured.Unstructured, path, self string) (manager, since string) {
+func ownerOf(obj *unstructured.Unstructured, path []string, self string) (manager, since string) {
 	steps := fieldSetSteps(path)
 	var best time.Time
 	for _, e := range obj.GetManagedFields() {
@@ -229,17 +247,15 @@ func ownerOf(obj *unstructured.Unstructured, path, self string) (manager, since 
 
 // fieldSetSteps are the keys of a field set that name the field at path: "f:<name>" for a field,
 // "k:{"name":"<n>"}" for a named element.
-func fieldSetSteps(path string) []string {
-	var steps []string
-	for _, part := range strings.Split(strings.ReplaceAll(path, "[", ".["), ".") {
-		switch {
-		case part == "":
-		case strings.HasPrefix(part, "[name="):
-			name, _ := json.Marshal(strings.TrimSuffix(strings.TrimPrefix(part, "[name="), "]"))
-			steps = append(steps, `k:{"name":`+string(name)+`}`)
-		default:
-			steps = append(steps, "f:"+part)
+func fieldSetSteps(path []string) []string {
+	steps := make([]string, 0, len(path))
+	for _, part := range path {
+		if name, ok := strings.CutPrefix(part, "[name="); ok {
+			quoted, _ := json.Marshal(strings.TrimSuffix(name, "]"))
+			steps = append(steps, `k:{"name":`+string(quoted)+`}`)
+			continue
 		}
+		steps = append(steps, "f:"+part)
 	}
 	return steps
 }

@@ -33,6 +33,7 @@ func TestDrifts(t *testing.T) {
 		map[string]interface{}{"name": "app", "image": "app:hotfix"},
 	}, "spec", "template", "spec", "containers")
 	unstructured.RemoveNestedField(live.Object, "metadata", "labels", "app")
+	_ = unstructured.SetNestedField(live.Object, "other", "metadata", "annotations", HashAnnotation) // a mark: not content
 	at := metav1.NewTime(time.Date(2026, 11, 27, 21, 0, 0, 0, time.UTC))
 	live.SetManagedFields([]metav1.ManagedFieldsEntry{
 		{Manager: "kubestellar-syncer", Operation: metav1.ManagedFieldsOperationApply, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)}},
@@ -63,13 +64,36 @@ func TestDrifts(t *testing.T) {
 	// Acknowledged: a drift found at or after every change; not a change made since.
 	ack := up.DeepCopy()
 	ack.SetAnnotations(map[string]string{AcknowledgeDriftAnnotation: "other=20261127T230000Z, t=" + DriftID(at.Add(time.Minute))})
-	drifts := Drifts(desired, live, "kubestellar-syncer")
+	var drifts []Drift
+	for _, d := range Drifts(desired, live, "kubestellar-syncer") {
+		if d.Since != "" {
+			drifts = append(drifts, d)
+		}
+	}
 	if !AcknowledgedAll(ack, "t", drifts) || AcknowledgedAll(ack, "t2", drifts) || !Acknowledged(ack, "t", DriftID(at.Add(time.Minute))) {
 		t.Error("acknowledgement not read")
+	}
+	if AcknowledgedAll(ack, "t", Drifts(desired, live, "kubestellar-syncer")) {
+		t.Error("a change nobody is known to have made when (a removed label) counts as acknowledged")
 	}
 	ack.SetAnnotations(map[string]string{AcknowledgeDriftAnnotation: "t=" + DriftID(at.Add(-time.Minute))})
 	if AcknowledgedAll(ack, "t", drifts) {
 		t.Error("an acknowledgement older than the change acknowledges it")
+	}
+	// A dotted key is named in brackets; an element renamed at the edge is absent.
+	dotted := up.DeepCopy()
+	dotted.SetLabels(map[string]string{"app.kubernetes.io/version": "1"})
+	_ = unstructured.SetNestedSlice(dotted.Object, []interface{}{map[string]interface{}{"name": "app", "image": "app:1"}}, "spec", "template", "spec", "containers")
+	want2, _ := ToDownstream(dotted, Options{OwnerLabelValue: "t"})
+	edge2 := want2.DeepCopy()
+	_ = unstructured.SetNestedField(edge2.Object, "2", "metadata", "labels", "app.kubernetes.io/version")
+	_ = unstructured.SetNestedSlice(edge2.Object, []interface{}{map[string]interface{}{"name": "renamed", "image": "app:1"}}, "spec", "template", "spec", "containers")
+	paths := map[string]string{}
+	for _, d := range Drifts(want2, edge2, "kubestellar-syncer") {
+		paths[d.Path] = d.Edge
+	}
+	if paths["metadata.labels[app.kubernetes.io/version]"] != `"2"` || paths["spec.template.spec.containers[name=app]"] != "(absent)" || len(paths) != 2 {
+		t.Errorf("drifts %v", paths)
 	}
 	if _, err := ParseDriftPolicy("Sometimes"); err == nil || !strings.Contains(err.Error(), "neither") {
 		t.Error("a bad policy parsed")

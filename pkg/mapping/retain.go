@@ -80,6 +80,11 @@ func ParseFieldPath(s string) (FieldPath, error) {
 		return FieldPath{}, fmt.Errorf("%q names %s, which the syncer never applies", s, steps[0].field)
 	case steps[0].field == "metadata" && (len(steps) == 1 || steps[1].field == "name" || steps[1].field == "namespace"):
 		return FieldPath{}, fmt.Errorf("%q names the object's identity, which the edge cannot own", s)
+	case steps[0].field == "metadata" && (steps[1].field == "labels" || steps[1].field == "annotations") &&
+		(len(steps) == 2 || strings.Contains(steps[2].field, "kubestellar.io/")):
+		return FieldPath{}, fmt.Errorf("%q names the syncer's own marks, which the edge cannot own: name a label or annotation by its key", s)
+	case steps[0].field == "metadata" && steps[1].field != "labels" && steps[1].field != "annotations":
+		return FieldPath{}, fmt.Errorf("%q names metadata the apiserver keeps; only labels and annotations can be retained", s)
 	}
 	return FieldPath{text: s, steps: steps}, nil
 }

@@ -13,10 +13,10 @@ func TestParseFieldPath(t *testing.T) {
 		"spec.template.spec.containers[*].image": {{field: "spec"}, {field: "template"}, {field: "spec"}, {field: "containers"}, {each: true},
 			{field: "image"}},
 		"metadata.annotations[example.com/owner]": {{field: "metadata"}, {field: "annotations"}, {field: "example.com/owner"}},
-		"data[a.b]":       {{field: "data"}, {field: "a.b"}},
-		"spec.ports[*]":   {{field: "spec"}, {field: "ports"}},
-		"spec.a[*][*].b":  {{field: "spec"}, {field: "a"}, {each: true}, {each: true}, {field: "b"}},
-		"metadata.labels": {{field: "metadata"}, {field: "labels"}},
+		"data[a.b]":             {{field: "data"}, {field: "a.b"}},
+		"spec.ports[*]":         {{field: "spec"}, {field: "ports"}},
+		"spec.a[*][*].b":        {{field: "spec"}, {field: "a"}, {each: true}, {each: true}, {field: "b"}},
+		"metadata.labels[team]": {{field: "metadata"}, {field: "labels"}, {field: "team"}},
 	}
 	for in, want := range good {
 		p, err := ParseFieldPath(in)
@@ -29,7 +29,8 @@ func TestParseFieldPath(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", ".spec", "spec.", "spec..replicas", "spec[", "spec[]", "spec[*]x", "[*]", "status.replicas", "kind",
-		"metadata.name", "metadata", "metadata.namespace", "apiVersion"} {
+		"metadata.name", "metadata", "metadata.namespace", "apiVersion", "metadata.labels", "metadata.annotations",
+		"metadata.annotations[edge.kubestellar.io/downsync-hash]", "metadata.finalizers", "metadata.ownerReferences"} {
 		if _, err := ParseFieldPath(bad); err == nil {
 			t.Errorf("%q: parsed", bad)
 		}

@@ -34,6 +34,10 @@ func Merge(configs []*edgev1.SyncerConfig, edgeConfigs ...*edgev1.EdgeSyncConfig
 	s.conversions, mergeProblems = mergeConversions(sources, mergeProblems)
 	s.statusRules = subsetRules(s, sources, (*edgev1.SyncerConfigSpec).ReturnsStatus)
 	s.deleteRules = subsetRules(s, sources, (*edgev1.SyncerConfigSpec).PropagatesDeletion)
+	s.writeRules = subsetRules(s, sources, func(spec *edgev1.SyncerConfigSpec) bool { return !spec.ReportOnly })
+	for _, src := range sources {
+		s.someReportOnly = s.someReportOnly || src.cfg.Spec.ReportOnly
+	}
 	s.unpausedRules, s.pauses, mergeProblems = mergePauses(s, sources, mergeProblems)
 	return s, append(problems, mergeProblems...)
 }

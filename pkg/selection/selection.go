@@ -31,6 +31,10 @@ type Selection struct {
 	// deleteRules select the objects whose edge copies are deleted with them: those of the configs
 	// that did not set propagateDeletion to false.
 	deleteRules ruleSet
+	// writeRules select what the configs that do not only report select; someReportOnly tells that a
+	// config only reports.
+	writeRules     ruleSet
+	someReportOnly bool
 	// unpausedRules select what the configs without a pause select; pauses are the paused configs'.
 	unpausedRules ruleSet
 	pauses        []pause
@@ -358,6 +362,15 @@ func (s *Selection) StatusProjection(o Object) mapping.StatusProjection {
 	return s.statusRules.union(o, func(r *rule) mapping.StatusProjection { return r.status })
 }
 
+// ReportsOnly tells whether a selected object is selected by report-only configs alone
+// (spec.reportOnly): what would be written for it is reported, not written.
+func (s *Selection) ReportsOnly(o Object) bool {
+	return s != nil && s.Matches(o) && !s.writeRules.any(o, func(r *rule) bool { return r.matches(o) })
+}
+
+// SomeReportOnly tells whether a config only reports (spec.reportOnly).
+func (s *Selection) SomeReportOnly() bool { return s != nil && s.someReportOnly }
+
 // DriftPolicy is what downsync does when a selected object's edge copy drifts: Report when an entry
 // selecting it says so, else Correct.
 func (s *Selection) DriftPolicy(o Object) mapping.DriftPolicy {
@@ -433,6 +446,8 @@ func (s *Selection) fingerprint() string {
 	s.statusRules.write(&b)
 	b.WriteString("delete:")
 	s.deleteRules.write(&b)
+	b.WriteString("write:")
+	s.writeRules.write(&b)
 	for _, p := range s.pauses {
 		b.WriteString("paused until " + p.until.UTC().Format(time.RFC3339) + ":")
 		p.rules.write(&b)

@@ -186,11 +186,11 @@ func TestRetainedFields(t *testing.T) {
 		cfg("one", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"a", "b"},
 			Resources: []edgev1.NamespaceScopeDownsyncResource{res("data.mode", "data[x.y]")}}}),
 		cfg("two", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"b"},
-			Resources: []edgev1.NamespaceScopeDownsyncResource{res("data.mode", "metadata.labels", "spec..x")}}}),
+			Resources: []edgev1.NamespaceScopeDownsyncResource{res("data.mode", "metadata.labels[team]", "spec..x")}}}),
 		cfg("plain", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"c"},
 			Resources: []edgev1.NamespaceScopeDownsyncResource{res()}}}),
 	})
-	for ns, want := range map[string]string{"a": "data.mode,data[x.y]", "b": "data.mode,data[x.y],metadata.labels", "c": ""} {
+	for ns, want := range map[string]string{"a": "data.mode,data[x.y]", "b": "data.mode,data[x.y],metadata.labels[team]", "c": ""} {
 		if got := mapping.PathsKey(sel.RetainedFields(obj(configMaps, ns, "x"))); got != want {
 			t.Errorf("namespace %s: retained %q, want %q", ns, got, want)
 		}

@@ -260,8 +260,8 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	if err != nil || !synced {
 		return 0, err
 	}
-	if up == nil || up.GetDeletionTimestamp() != nil || mapping.OwnedUpstream(up) {
-		return 0, nil
+	if up == nil || up.GetDeletionTimestamp() != nil || mapping.OwnedUpstream(up) || mapping.PauseOf(up).Active(time.Now()) {
+		return 0, nil // a paused object's own pause holds before downsync has looked at it (after a restart)
 	}
 	projection := c.cfg.Selection.StatusProjection(selection.ObjectOf(gr, up))
 	// It runs the object, as status return sees it, when it has a copy whose status may be returned.

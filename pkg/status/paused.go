@@ -14,6 +14,8 @@ import (
 type Pauses interface {
 	// PausedUntil tells whether the object of key is paused now, and until when.
 	PausedUntil(key framework.Key) (time.Time, bool)
+	// HeldDrift is the id of the drift held for the object of key, "" when none.
+	HeldDrift(key framework.Key) string
 }
 
 // PauseChanged looks at a key again whose pause started, changed or ended: its upstream object's
@@ -33,18 +35,16 @@ func (c *Controller) paused(ctx context.Context, key framework.Key, r Resource, 
 	}
 	until, paused := c.cfg.Pauses.PausedUntil(key)
 	if _, check := c.pauseChecks.Load(key); !check {
-		return paused, false, nil
+		// Before downsync has looked at the key (after a restart), the edge copy's own pause holds too.
+		return paused || (down != nil && mapping.PauseOf(down).Active(time.Now())), false, nil
 	}
 	up, synced, err := framework.Cached(c.cfg.UpstreamInformers, r.Upstream, key.Namespace, key.Name)
 	if err != nil || !synced || up == nil {
 		return paused, false, err
 	}
-	pausedValue, drift := "", ""
+	pausedValue, drift := "", c.cfg.Pauses.HeldDrift(key)
 	if paused {
 		pausedValue = mapping.PauseLabelValue(until)
-	}
-	if down != nil && mapping.OwnedDownstream(down) {
-		drift = mapping.HeldDrift(down)
 	}
 	for _, l := range []struct{ label, want, set, removed string }{
 		{c.pausedLabel, pausedValue, "paused", "resumed"},

@@ -3,6 +3,8 @@ package syncer
 import (
 	"time"
 
+	"github.com/kubestellar/syncer/pkg/report"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -55,6 +57,11 @@ type Config struct {
 	// EdgeWarnings tells warnings at the edge about the objects the syncer wrote as Events on their
 	// upstream objects (package warnings); it needs the Recorder.
 	EdgeWarnings bool
+	// ReportOnly writes nothing at the edge but server-side dry-runs: what would be written is
+	// reported (Report, the SyncerConfigs' status, the log).
+	ReportOnly bool
+	// Report receives what report-only mode would write (a new one when nil).
+	Report *report.Store
 	// DeletionBreaker limits the deletions at the edge that may fall due at once (package breaker);
 	// Count 0 disables it.
 	DeletionBreaker breaker.Options

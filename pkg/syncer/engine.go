@@ -23,6 +23,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/logging"
 	"github.com/kubestellar/syncer/pkg/mapping"
+	"github.com/kubestellar/syncer/pkg/report"
 	"github.com/kubestellar/syncer/pkg/status"
 	"github.com/kubestellar/syncer/pkg/upsync"
 	"github.com/kubestellar/syncer/pkg/wellknown"
@@ -83,6 +84,8 @@ type Syncer struct {
 
 	// deletions is the deletion breaker downsync asks before each deletion (nil: none).
 	deletions *breaker.Breaker
+	// report is what report-only mode would write.
+	report *report.Store
 	// autoscalers are the edge's HorizontalPodAutoscalers' targets, whose replicas downsync leaves to them.
 	autoscalers *autoscale.Index
 
@@ -127,6 +130,9 @@ func New(cfg Config) (*Syncer, error) {
 		resolveQueue: framework.NewLoopQueue[string]("resolve", cfg.Metrics.WorkqueueProvider()),
 	}
 	s.state.Store(emptySnapshot())
+	if s.report = cfg.Report; s.report == nil {
+		s.report = report.NewStore()
+	}
 	if cfg.DeletionBreaker.Count > 0 {
 		s.deletions = breaker.New(cfg.DeletionBreaker, s.ownedAtEdge, s.releases, nil)
 	}
@@ -212,6 +218,7 @@ func (s *Syncer) newControllers() error {
 		ConflictRecheckPeriod: cfg.ConflictRecheckPeriod, OnOwnedDeleted: s.leftoverMayBeEmpty,
 		OnRefused: func(key framework.Key) { s.status.Recheck(key) }, OnDeletionsHeld: s.deletionsHeld,
 		OnPauseChanged: func(key framework.Key) { s.status.PauseChanged(key) },
+		ReportOnly:     cfg.ReportOnly, Report: s.report,
 	}
 	s.autoscalers = autoscale.NewIndex(func(t autoscale.Target) { s.downsync.EnqueueEdgeObject(t.GroupKind, t.Namespace, t.Name) })
 	dcfg.Autoscalers = s.autoscalers

@@ -6,11 +6,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubestellar/syncer/pkg/conditions"
 	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/metrics"
 	"github.com/kubestellar/syncer/pkg/problem"
+	"github.com/kubestellar/syncer/pkg/report"
 )
 
 // Ready tells whether the syncer is doing its job: started, the selection resolved, every informer
@@ -139,6 +141,14 @@ func (src sources) DeletionsHeld(limit int) (bool, time.Time, int, []string) {
 		ex = append(ex, k.String())
 	}
 	return st.Tripped, st.Since, st.Held, ex
+}
+
+func (src sources) Report(limit int) *report.Summary {
+	if !src.s.cfg.ReportOnly && !src.s.snapshot().selection.SomeReportOnly() {
+		return nil
+	}
+	sum := src.s.report.Summary(limit, conditions.MaxReportChanges)
+	return &sum
 }
 
 func (src sources) Reachability(side string) (bool, string, time.Time) {

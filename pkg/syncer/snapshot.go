@@ -128,6 +128,10 @@ func (v downsyncView) DriftPolicy(o selection.Object) mapping.DriftPolicy {
 	return v.current().selection.DriftPolicy(o)
 }
 
+func (v downsyncView) ReportsOnly(o selection.Object) bool {
+	return v.current().selection.ReportsOnly(o)
+}
+
 func (v downsyncView) PausedUntil(o selection.Object, now time.Time) (time.Time, bool) {
 	return v.current().selection.PausedUntil(o, now)
 }

@@ -76,6 +76,11 @@ type SyncerConfigSpec struct {
 	// alone once its upstream object is gone. The configs are merged as a union: an object selected
 	// by several configs is deleted when any of them omits this field or sets it to true.
 	PropagateDeletion *bool `json:"propagateDeletion,omitempty"`
+	// Whether the syncer only reports what it would write for the objects this config selects,
+	// writing nothing at the edge for them but server-side dry-runs: each object it would create,
+	// update (with the fields that would change) or delete is listed in status.syncTargets[].report
+	// and logged. An object another config selects without it is written. Omitted means false.
+	ReportOnly bool `json:"reportOnly,omitempty"`
 	// Renaming rules between the denatured form of objects in the mailbox workspace and their natural
 	// form at the edge. Downsync writes an object matching a rule's upstream side in the rule's
 	// downstream form (group, version, kind and, where given, name; for a CustomResourceDefinition
@@ -370,6 +375,49 @@ type SyncTargetStatus struct {
 	LastSyncerHeartbeatTime *metav1.Time `json:"lastSyncerHeartbeatTime,omitempty"`
 	// Its conditions, of the types and meanings of the config's own conditions.
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// What that syncer would write at its edge, while it only reports (report-only mode, or a config's
+	// reportOnly): the counts, and the first objects with the fields that would change.
+	Report *SyncReport `json:"report,omitempty"`
+}
+
+// SyncReport is what a syncer in report-only mode would write at its edge.
+type SyncReport struct {
+	// How many objects it would create.
+	Creates int `json:"creates"`
+	// How many objects it would update.
+	Updates int `json:"updates"`
+	// How many objects it would delete.
+	Deletes int `json:"deletes"`
+	// How many objects of those names it may not take (they exist without its mark).
+	Conflicts int `json:"conflicts"`
+	// How many writes the edge's dry-run refuses.
+	Refused int `json:"refused"`
+	// The first objects, by name.
+	Objects []ReportedObject `json:"objects,omitempty"`
+	// How many objects the list leaves out (the syncer's /report lists them all).
+	Omitted int `json:"omitted,omitempty"`
+}
+
+// ReportedObject is what a syncer in report-only mode would do with one object.
+type ReportedObject struct {
+	// create, update, delete, conflict or refused.
+	Action string `json:"action"`
+	// The upstream object, as kubectl names it (deployments.apps shop/web).
+	Object string `json:"object"`
+	// The fields an update would change, as the edge's server-side dry-run of it shows.
+	Changes []ReportedChange `json:"changes,omitempty"`
+	// Why the edge refuses the write, or why the object is not taken.
+	Error string `json:"error,omitempty"`
+}
+
+// ReportedChange is one field an update would change.
+type ReportedChange struct {
+	// The field: dotted names, [name=n] for the element of a list with that name.
+	Path string `json:"path"`
+	// Its value at the edge now, as JSON cut short; (absent) for none.
+	Edge string `json:"edge"`
+	// Its value after the update.
+	Upstream string `json:"upstream"`
 }
 
 // EdgeSyncConfigFromUnstructured converts an EdgeSyncConfig read by a dynamic client, naming it in

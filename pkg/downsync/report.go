@@ -1,0 +1,77 @@
+package downsync
+
+import (
+	"context"
+	"encoding/json"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+
+	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
+	"github.com/kubestellar/syncer/pkg/framework"
+	"github.com/kubestellar/syncer/pkg/mapping"
+	"github.com/kubestellar/syncer/pkg/report"
+	"github.com/kubestellar/syncer/pkg/selection"
+)
+
+// reportsOnly tells whether what would be written for an upstream object is only reported: the
+// syncer runs report-only, or every SyncerConfig selecting the object does (spec.reportOnly).
+func (c *Controller) reportsOnly(key framework.Key, upObj *unstructured.Unstructured) bool {
+	return c.cfg.ReportOnly || (upObj != nil && c.cfg.Selection.ReportsOnly(selection.ObjectOf(key.GVR.GroupResource(), upObj)))
+}
+
+// reported records what the syncer would do with key, logging it at level 0 when that changed.
+func (c *Controller) reported(ctx context.Context, key framework.Key, e report.Entry) {
+	if !c.cfg.Report.Set(key, e) {
+		return
+	}
+	changes, _ := json.Marshal(e.Changes)
+	klog.FromContext(ctx).Info("Report-only: would write at the edge", "action", e.Action, "changes", string(changes), "error", e.Error)
+}
+
+// report is Do in report-only mode: what the write would do, computed exactly and written nowhere.
+// The edge object is read (a slim cache holds no content, and one the syncer does not own is not in
+// it): absent, it would be created; there, the apply is sent as a server-side dry-run, and the fields
+// whose values it would change are reported (none: in step, nothing reported). Nothing is handed
+// over, replaced or noted.
+func (w *downWrite) report(ctx context.Context) framework.Outcome {
+	c := w.c
+	live, err := w.client().Get(ctx, w.desired.GetName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		c.reported(ctx, w.key, report.Entry{Action: report.Create})
+		return framework.Outcome{}
+	case err != nil:
+		return framework.Outcome{Err: err}
+	}
+	check := &downWrite{c: c, key: w.key, r: w.r, up: w.up, desired: w.desired, down: live, readLive: true, writeOptions: w.writeOptions}
+	if b := check.blocked(); b != nil {
+		c.reported(ctx, w.key, report.Entry{Action: report.Conflict, Error: b.LogMsg})
+		return framework.Outcome{}
+	}
+	if check.skip() != "" {
+		c.cfg.Report.Forget(w.key)
+		return framework.Outcome{}
+	}
+	body, err := check.withRetained(ctx)
+	if err != nil {
+		return framework.Outcome{Err: err}
+	}
+	after, err := w.client().Apply(ctx, body.GetName(), body, metav1.ApplyOptions{FieldManager: c.cfg.FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		c.reported(ctx, w.key, report.Entry{Action: report.Refused, Error: err.Error()})
+		return framework.Outcome{}
+	}
+	if changes := mapping.Changes(live, after); len(changes) > 0 {
+		e := report.Entry{Action: report.Update}
+		for _, ch := range changes {
+			e.Changes = append(e.Changes, edgev1.ReportedChange(ch))
+		}
+		c.reported(ctx, w.key, e)
+	} else {
+		c.cfg.Report.Forget(w.key)
+	}
+	return framework.Outcome{}
+}
