@@ -131,6 +131,12 @@ func run(opts *options.Options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	edgeRecorder, stopEdge, err := eventRecorder(ctx, downCfg, opts.SyncTargetName)
+	if err != nil {
+		return err
+	}
+	defer stopEdge()
+	cfg.EdgeRecorder = edgeRecorder
 	var s engineRunner
 	var whole http.Handler // the whole report of report-only mode (one workspace only)
 	if opts.APIExportEndpointSlice != "" {
@@ -191,7 +197,7 @@ type engineRunner interface {
 func eventRecorder(ctx context.Context, cfg *rest.Config, syncTarget string) (record.EventRecorder, func(), error) {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("upstream client: %w", err)
+		return nil, nil, fmt.Errorf("events client: %w", err)
 	}
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})

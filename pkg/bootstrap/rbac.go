@@ -183,6 +183,7 @@ func DownstreamRules(mode string, configs []*edgev1.SyncerConfig) []rbacv1.Polic
 	s.add("apiextensions.k8s.io", "customresourcedefinitions", readVerbs...)
 	s.add("", "namespaces", readVerbs...)
 	s.add("", "events", readVerbs...)
+	s.add("", "events", "create", "patch") // Events on edge copies for the technician (a pause, a drift held)
 	s.add("", "pods", readVerbs...)
 	s.add("apps", "replicasets", readVerbs...)
 	s.add("autoscaling", "horizontalpodautoscalers", readVerbs...)

@@ -90,6 +90,9 @@ type Config struct {
 	// Recorder, if set, records conflicts and writes the edge refuses for good as Events on the
 	// upstream object.
 	Recorder record.EventRecorder
+	// EdgeRecorder, if set, records Events on edge copies for the technician at the site: a pause
+	// set upstream, a drift held.
+	EdgeRecorder record.EventRecorder
 	// SyncTargetName names the edge in Events.
 	SyncTargetName string
 	// Mapping is the syncer's identity as written into the marks.

@@ -104,6 +104,8 @@ func (c *Controller) holdDrift(ctx context.Context, key framework.Key, r Resourc
 	c.writes.Event(upObj, corev1.EventTypeWarning, "Drifted", fmt.Sprintf(
 		"Sync target %s: the edge copy was changed at the edge and is left so (drift policy Report); upstream changes to this object wait until %s: \"%s=%s\" is set on it, or the edge copy matches again. Fields: %s",
 		c.cfg.SyncTargetName, mapping.AcknowledgeDriftAnnotation, c.cfg.SyncTargetName, id, details))
+	c.edgeEvent(live, "DriftHeld", fmt.Sprintf("This object was changed here and is left so (drift policy Report): %s; the syncer writes nothing for it until the drift %s is acknowledged upstream or the object matches upstream again",
+		strings.Join(paths[:min(len(paths), maxDriftsTold)], ", "), id))
 	c.driftChanged(key, id)
 	return true, nil
 }

@@ -85,7 +85,7 @@ func (c *Controller) paused(ctx context.Context, key framework.Key, upObj, downO
 	}
 	c.pauses.mu.Unlock()
 	if changed := had != !until.IsZero() || !was.Equal(until); changed || (until.IsZero() && upObj != nil && c.labelledPaused(upObj)) {
-		c.pauseChanged(ctx, key, upObj, until, from, changed && had)
+		c.pauseChanged(ctx, key, upObj, edgeCopy, until, from, changed && had)
 	}
 	if until.IsZero() {
 		return 0, false
@@ -95,19 +95,29 @@ func (c *Controller) paused(ctx context.Context, key framework.Key, upObj, downO
 
 // pauseChanged says that a key's pause started, changed or ended (resumed): an Event on the upstream
 // object, a log line, and status return told to set or remove its label.
-func (c *Controller) pauseChanged(ctx context.Context, key framework.Key, upObj *unstructured.Unstructured, until time.Time, from string, resumed bool) {
+func (c *Controller) pauseChanged(ctx context.Context, key framework.Key, upObj, edgeCopy *unstructured.Unstructured, until time.Time, from string, resumed bool) {
 	logger := klog.FromContext(ctx)
 	switch {
 	case !until.IsZero():
 		logger.Info("Paused: nothing is written for this object until the pause ends", "until", until.UTC().Format(time.RFC3339), "pausedBy", from)
 		c.writes.Event(upObj, corev1.EventTypeNormal, "Paused", fmt.Sprintf("Paused at sync target %s until %s (%s on %s): nothing is written for this object, in either direction",
 			c.cfg.SyncTargetName, until.UTC().Format(time.RFC3339), mapping.PausedUntilAnnotation, from))
+		c.edgeEvent(edgeCopy, "Paused", fmt.Sprintf("The syncer writes nothing for this object until %s (%s on %s)",
+			until.UTC().Format(time.RFC3339), mapping.PausedUntilAnnotation, from))
 	case resumed:
 		logger.Info("Resumed: the pause ended")
 		c.writes.Event(upObj, corev1.EventTypeNormal, "Resumed", "Resumed at sync target "+c.cfg.SyncTargetName+": the pause ended")
+		c.edgeEvent(edgeCopy, "Resumed", "The pause ended: the syncer writes this object again")
 	}
 	if c.cfg.OnPauseChanged != nil {
 		c.cfg.OnPauseChanged(key)
+	}
+}
+
+// edgeEvent records a Normal Event on an edge copy (nil: none) for the technician at the site.
+func (c *Controller) edgeEvent(edgeCopy *unstructured.Unstructured, reason, message string) {
+	if c.cfg.EdgeRecorder != nil && edgeCopy != nil {
+		c.cfg.EdgeRecorder.Event(edgeCopy, corev1.EventTypeNormal, reason, message)
 	}
 }
 

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2"
 
 	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/mapping"
@@ -216,6 +218,7 @@ func (w *downWrite) withRetained(ctx context.Context) (*unstructured.Unstructure
 	case len(w.retain) == 0:
 		return w.desired, nil
 	case w.Creating():
+		w.c.retainedAbsent(ctx, w.key, w.up, nil, w.retain)
 		return mapping.RetainedFrom(w.desired, w.up, w.retain), nil
 	}
 	live := w.down
@@ -225,6 +228,7 @@ func (w *downWrite) withRetained(ctx context.Context) (*unstructured.Unstructure
 			return nil, fmt.Errorf("reading the fields the edge owns: %w", err)
 		}
 	}
+	w.c.retainedAbsent(ctx, w.key, w.up, live, w.retain)
 	body := mapping.RetainedFrom(w.desired, live, w.retain)
 	body.SetResourceVersion(live.GetResourceVersion())
 	return body, nil
@@ -246,6 +250,19 @@ func (w *downWrite) handOver(ctx context.Context) (gone bool, err error) {
 	}
 	_, gone, err = w.c.handOver(ctx, w.key, w.r, w.down, w.readLive, legacy)
 	return gone, err
+}
+
+// retainedAbsent says once per path and object that a retained field names nothing in the upstream
+// object or at the edge (live; nil before a create): most likely a mistyped path (spec.replica).
+func (c *Controller) retainedAbsent(ctx context.Context, key framework.Key, up, live *unstructured.Unstructured, paths []mapping.FieldPath) {
+	for _, p := range paths {
+		if p.Holds(up) || (live != nil && p.Holds(live)) || !c.told(key, "retain "+p.String(), "absent") {
+			continue
+		}
+		klog.FromContext(ctx).Info("A retained field names no field of the object, upstream or at the edge", "path", p.String())
+		c.writes.Event(up, corev1.EventTypeWarning, "RetainedFieldAbsent", fmt.Sprintf(
+			"Sync target %s: retainFields %q names no field of this object, upstream or at the edge (a mistyped path?)", c.cfg.SyncTargetName, p.String()))
+	}
 }
 
 // replace replaces an owned object whose change the edge would not make in place, or reports it when

@@ -57,6 +57,9 @@ type Config struct {
 	// EdgeWarnings tells warnings at the edge about the objects the syncer wrote as Events on their
 	// upstream objects (package warnings); it needs the Recorder.
 	EdgeWarnings bool
+	// EdgeRecorder, if set, records Events on edge copies for the technician at the site (a pause set
+	// upstream, a drift held).
+	EdgeRecorder record.EventRecorder
 	// ReportOnly writes nothing at the edge but server-side dry-runs: what would be written is
 	// reported (Report, the SyncerConfigs' status, the log).
 	ReportOnly bool

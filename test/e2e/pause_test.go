@@ -18,7 +18,8 @@ const pausedUntil = "edge.kubestellar.io/paused-until"
 //     and its hotfix is not put back, until the technician removes the annotation; then it converges.
 //   - On a SyncerConfig: what it alone selects (a namespace of its own, and a ConfigMap there) is not
 //     created until its time.
-//   - A pause in the past pauses nothing and says so (Warning Event PauseInvalid).
+//   - A pause in the past pauses nothing and says so (Warning Event PauseInvalid). Set later, while
+//     the copy runs at the edge, it is told there too (Events Paused and Resumed on the edge copy).
 func TestPause(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -81,6 +82,23 @@ func TestPause(t *testing.T) {
 		o.SetAnnotations(a)
 	})
 	f.waitFor(f.down, gvrConfigMaps, ns, "site", dataEquals("mode", "two"))
+
+	// Paused upstream while its copy runs at the edge: the technician sees it there too (an Event on
+	// the edge copy); removed, the object resumes at once.
+	f.update(f.up, gvrConfigMaps, ns, "past", func(o *unstructured.Unstructured) {
+		a := o.GetAnnotations()
+		a[pausedUntil] = time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+		o.SetAnnotations(a)
+	})
+	f.waitEvent(f.down, ns, "past", "Paused", "The syncer writes nothing for this object until")
+	f.update(f.up, gvrConfigMaps, ns, "past", func(o *unstructured.Unstructured) {
+		a := o.GetAnnotations()
+		delete(a, pausedUntil)
+		o.SetAnnotations(a)
+		_ = unstructured.SetNestedField(o.Object, "two", "data", "mode")
+	})
+	f.waitFor(f.down, gvrConfigMaps, ns, "past", dataEquals("mode", "two"))
+	f.waitEvent(f.down, ns, "past", "Resumed", "The pause ended")
 
 	// The upstream pause ends by itself.
 	f.waitForWithin(time.Until(end)+30*time.Second, f.down, gvrConfigMaps, ns, "held", dataEquals("mode", "one"))

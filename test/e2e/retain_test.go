@@ -17,17 +17,19 @@ var gvrHPAs = schema.GroupVersionResource{Group: "autoscaling", Version: "v2", R
 // TestRetainFields: a field an entry retains is the edge's. The edge copy starts with the upstream
 // value; a technician's change of it at the edge stays, through upstream changes of other fields,
 // which still arrive; the syncer writes nothing for the retained change; once the entry no longer
-// retains the field, the upstream value comes back.
+// retains the field, the upstream value comes back. A retained path naming no field (a typo) is said
+// once (Warning Event RetainedFieldAbsent).
 func TestRetainFields(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ns := f.namespace("ns")
 	f.create(f.up, gvrConfigMaps, configMap(ns, "settings", map[string]interface{}{"mode": "normal", "level": "1"}))
 	entry := resource("", "v1", "configmaps")
-	entry["retainFields"] = []interface{}{"data.mode"}
+	entry["retainFields"] = []interface{}{"data.mode", "data.mdoe"}
 	f.syncerConfig(f.name, nsScope([]string{ns}, entry))
 	p := f.startSyncer(f.ownConfigs())
 	f.waitFor(f.down, gvrConfigMaps, ns, "settings", dataEquals("mode", "normal"))
+	f.waitEvent(f.up, ns, "settings", "RetainedFieldAbsent", `retainFields "data.mdoe" names no field of this object`)
 	p.waitSettled()
 
 	updates := func() float64 {
