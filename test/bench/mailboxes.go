@@ -17,8 +17,8 @@ import (
 )
 
 // mailboxes compares one syncer serving N kcp workspaces through an APIExport's virtual workspace
-// (--apiexport-endpoint-slice) with N syncers, one per workspace, on the same workspaces and objects
-// (issue 17): initial sync time, memory, and the watches and requests they open upstream.
+// (--apiexport-endpoint-slice) with N syncers, one per workspace, on the same workspaces and objects:
+// initial sync time, memory, and the watches and requests they open upstream.
 func (b *bench) mailboxes(ctx context.Context) error {
 	n, m := 100, 10
 	if b.cfg.quick {

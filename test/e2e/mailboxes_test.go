@@ -162,7 +162,7 @@ func (m *mailbox) edgeObjects() []edgeRef {
 	return []edgeRef{{gvrDeployments, m.shop, "web"}, {gvrConfigMaps, m.shop, "app"}, {gvrClusterRoles, "", m.role}, {gvrNamespaces, "", m.shop}}
 }
 
-// TestManyMailboxes (issue 17): one syncer serves three kcp workspaces bound to one APIExport,
+// TestManyMailboxes: one syncer serves three kcp workspaces bound to one APIExport,
 // started from the provider workspace with --apiexport-endpoint-slice. Each workspace holds the same
 // names: namespace shop, ConfigMap shop/app (data of its own), Deployment shop/web (replicas of its
 // own), and a SyncerConfig selecting them. At the edge each workspace's shop is a namespace of its

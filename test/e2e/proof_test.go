@@ -37,7 +37,7 @@ func upsyncConfigMaps(ns string) map[string]interface{} {
 		"apiGroup": "", "resources": []interface{}{"configmaps"}, "namespaces": []interface{}{ns}, "names": []interface{}{"*"}}}}
 }
 
-// TestUpsyncDeletesOnlyProvenCopies (issue 13 item 6): upsync deletes an upstream object only when
+// TestUpsyncDeletesOnlyProvenCopies: upsync deletes an upstream object only when
 // it can prove it made it — the edge object's UID recorded in the mark. An upstream object that
 // carries the mark and the label without that proof (made by hand, or copied) is neither deleted,
 // at once or after a restart, nor silently passed over: it is reported (Event, log). A real copy's
@@ -91,7 +91,7 @@ func TestUpsyncDeletesOnlyProvenCopies(t *testing.T) {
 	}
 }
 
-// TestUpsyncWriteLoopBacksOff (issue 13 item 3, the upsync direction): another controller upstream
+// TestUpsyncWriteLoopBacksOff: another controller upstream
 // keeps reverting an upsynced copy. The syncer finds the loop, names the other field manager (Event,
 // ObjectsSynced) and backs off instead of rewriting the copy many times a second.
 func TestUpsyncWriteLoopBacksOff(t *testing.T) {
@@ -153,7 +153,7 @@ func (f *fixture) expectLoopBackoff(p *syncerProc, direction, ns, name string) {
 	f.waitEvent(f.up, ns, name, "WriteLoop", "reverter")
 }
 
-// TestHeadlessServiceBecomesClusterIP (issue 13 item 5): upstream, a headless Service is replaced
+// TestHeadlessServiceBecomesClusterIP: upstream, a headless Service is replaced
 // by one with a cluster IP (a kube-apiserver refuses that change in place, so users delete and
 // recreate it; here while the syncer is down, so it cannot see the gap). The edge would keep
 // clusterIP None without an error; the syncer replaces the Service, with an Event, and the way back

@@ -10,7 +10,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/mapping"
 )
 
-// TestPropagateDeletionFalse (issue 14): objects that only propagateDeletion=false configs select
+// TestPropagateDeletionFalse: objects that only propagateDeletion=false configs select
 // keep their edge copies when they are deleted upstream or leave the selection; an object a default
 // config selects too is deleted as usual (union semantics).
 func TestPropagateDeletionFalse(t *testing.T) {

@@ -25,7 +25,7 @@ func crdConversion(upstream, downstream string) map[string]interface{} {
 	return map[string]interface{}{"upstream": side(upstream), "downstream": side(downstream)}
 }
 
-// TestRenaturePolicyReports is the seeds' fourth feasibility scenario (issue 14): the PolicyReport
+// TestRenaturePolicyReports is the seeds' fourth feasibility scenario: the PolicyReport
 // CRDs are denatured in the mailbox (group wgpolicyk8s.io.denatured, which nothing there
 // interprets); a conversion renatures them at the edge, and their custom resources with them, both
 // ways: a report downsynced from the mailbox arrives in the natural group, a report made at the edge

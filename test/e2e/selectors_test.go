@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// The e2e tests of issue 14's selectors: labelSelector, annotationSelector and kind on selection
+// The e2e tests of the selectors: labelSelector, annotationSelector and kind on selection
 // entries, and labelSelector on upsync entries. Objects move in and out of the selection by events,
 // with no restart and well within the informers' resync period.
 

@@ -17,7 +17,7 @@ import (
 	"github.com/kubestellar/syncer/manifests"
 )
 
-// The bed of a syncer that serves many mailboxes at once (issue 17): one provider workspace with one
+// The bed of a syncer that serves many mailboxes at once: one provider workspace with one
 // APIExport, and mailbox workspaces that bind it and accept its permission claims. kcp serves the
 // export's virtual workspace, through which one client sees the exported and claimed objects of
 // every bound mailbox; the URL is in the APIExportEndpointSlice of the export's name.
