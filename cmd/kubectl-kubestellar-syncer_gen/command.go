@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -13,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubestellar/syncer/pkg/bootstrap"
+	"github.com/kubestellar/syncer/pkg/legacyflags"
 	"github.com/kubestellar/syncer/pkg/version"
 )
 
@@ -57,6 +61,10 @@ type options struct {
 	connection         *genericclioptions.ConfigFlags
 	output, helmValues string
 	version            bool
+	// labels is release-0.14's --labels, validated and otherwise unused (as there); legacyLogs checks
+	// its klog flags.
+	labels     []string
+	legacyLogs func() error
 }
 
 func newOptions() *options {
@@ -98,6 +106,12 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.RBAC, "rbac", o.RBAC, `"broad": the syncer may read and write anything on both sides, so any later SyncerConfig works; "least": only what the current SyncerConfigs need (run syncer-gen again after changing them).`)
 	fs.BoolVar(&o.version, "version", false, "Print the version, git revision, Go version and platform, and exit.")
 	fs.BoolP("help", "h", false, "Print this help and exit.")
+	// Release-0.14 command lines keep working.
+	fs.StringSliceVar(&o.labels, "labels", nil, "")
+	_ = fs.MarkDeprecated("labels", "it has no effect, as in release-0.14 (its values are still checked to be key=value labels)")
+	fs.IntP("v", "v", 0, "")
+	_ = fs.MarkDeprecated("v", "syncer-gen writes its progress to standard error at one level; --syncer-verbosity sets the syncer's -v")
+	o.legacyLogs = legacyflags.Klog(fs)
 }
 
 // newCommand is syncer-gen, named name (the binary's name when it is the root, so that the
@@ -152,6 +166,14 @@ func (o *options) command(name string, stdout, stderr io.Writer) *cobra.Command 
 func (o *options) complete(fs *pflag.FlagSet) error {
 	if o.expectedObjects < 0 {
 		return fmt.Errorf("--expected-objects must not be negative (see --help)")
+	}
+	if err := o.legacyLogs(); err != nil {
+		return err
+	}
+	for _, l := range o.labels {
+		if _, err := labels.ConvertSelectorToLabelsMap(l); err != nil || !strings.Contains(l, "=") {
+			return fmt.Errorf("--labels %q: want key=value labels", l)
+		}
 	}
 	derived := bootstrap.ResourcesFor(o.expectedObjects)
 	if !fs.Changed("requests-memory") {

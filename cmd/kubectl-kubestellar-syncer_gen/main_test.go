@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -109,5 +110,29 @@ func TestNoStrayOutputWhenRunFails(t *testing.T) {
 	}
 	if _, err := os.Stat(output); !os.IsNotExist(err) {
 		t.Errorf("the output file exists after the failed run (%v)", err)
+	}
+}
+
+// A release-0.14 syncer-gen command line parses: --labels (checked, unused, as there) and klog's
+// flags; a label that is not one, or logs to a file, is an error naming why.
+func TestRelease014Flags(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{args: []string{"--syncer-image=img", "-o", "-", "--labels=env=prod,tier=edge", "--v=3", "--logtostderr"}},
+		{args: []string{"--syncer-image=img", "-o", "-", "-v", "2", "--alsologtostderr=true"}},
+		{args: []string{"--syncer-image=img", "-o", "-", "--labels=prod"}, wantErr: `--labels "prod": want key=value labels`},
+		{args: []string{"--syncer-image=img", "-o", "-", "--log_file=/tmp/x"}, wantErr: "writing logs to files is not supported"},
+	} {
+		o := newOptions()
+		cmd := o.command("syncer-gen", io.Discard, io.Discard)
+		if err := cmd.ParseFlags(tc.args); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		err := o.complete(cmd.Flags())
+		if (tc.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.wantErr)
+		}
 	}
 }

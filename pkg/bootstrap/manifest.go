@@ -64,6 +64,7 @@ func (e Edge) SyncerArgs() []string {
 	return append(args,
 		"--qps="+strconv.FormatFloat(float64(e.QPS), 'f', -1, 32),
 		"--burst="+strconv.Itoa(e.Burst),
+		"--downstream-qps=-1", // the edge's API Priority and Fairness paces the syncer (--qps alone would limit it too)
 		"--metrics-bind-address=:"+strconv.Itoa(MetricsPort),
 		"--health-probe-bind-address=:"+strconv.Itoa(HealthPort),
 		"--leader-elect",

@@ -11,12 +11,15 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
+
+	"github.com/kubestellar/syncer/pkg/legacyflags"
 
 	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/mapping"
@@ -78,6 +81,11 @@ type Options struct {
 
 	// PrintVersion is --version: print the build's version line and exit.
 	PrintVersion bool
+
+	// flags are the flags AddFlags added to (to tell which were given); legacyLogs checks the
+	// release-0.14 klog flags given.
+	flags      *pflag.FlagSet
+	legacyLogs func() error
 
 	// Logs is the logging configuration of Kubernetes components (k8s.io/component-base):
 	// --logging-format, -v, --vmodule, --log-flush-frequency. main applies it, once, to klog.
@@ -143,7 +151,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ToContext, "to-context", o.ToContext, "Context in --to-kubeconfig to use.")
 	fs.StringVar(&o.SyncTargetName, "sync-target-name", o.SyncTargetName, "Name of the sync target; it identifies this syncer's objects downstream (label "+"edge.kubestellar.io/downsynced-by).")
 	fs.StringVar(&o.SyncTargetUID, "sync-target-uid", o.SyncTargetUID, "UID of the sync target. Required.")
-	fs.Float32Var(&o.QPS, "qps", o.QPS, "Client-side limit of requests per second to the upstream (mailbox workspace); negative: no client-side limit.")
+	fs.Float32Var(&o.QPS, "qps", o.QPS, "Client-side limit of requests per second to the upstream (mailbox workspace); negative: no client-side limit. Given without --downstream-qps, it limits the downstream too (with --burst), as release-0.14's --qps did.")
 	fs.IntVar(&o.Burst, "burst", o.Burst, "Client-side burst of requests to the upstream.")
 	fs.Float32Var(&o.DownstreamQPS, "downstream-qps", o.DownstreamQPS, "Client-side limit of requests per second to the downstream (edge cluster); negative: no client-side limit, the edge's API Priority and Fairness paces the syncer.")
 	fs.IntVar(&o.DownstreamBurst, "downstream-burst", o.DownstreamBurst, "Client-side burst of requests to the downstream, when --downstream-qps is positive.")
@@ -187,6 +195,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	}
 
 	logsapi.AddFlags(o.Logs, fs)
+	o.legacyLogs = legacyflags.Klog(fs) // release-0.14's klog flags, after -v and --vmodule
+	o.flags = fs
 	fs.Lookup("logging-format").Usage = "Log format: text (klog's, the default) or json (one JSON object per line)."
 	fs.Lookup("v").Usage = "Log verbosity: 0 lifecycle and problems, 2 each change applied, 4 skips and why, 5 enqueues and heartbeats, 6 and up client-go's requests."
 	// The alpha options need the LoggingAlphaOptions feature gate, which the syncer does not offer:
@@ -198,6 +208,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 // Complete fills in what follows from other flags.
 func (o *Options) Complete() error {
+	if o.flags != nil && o.flags.Changed("qps") && !o.flags.Changed("downstream-qps") {
+		// As release-0.14's --qps and --burst: a limit given for the upstream alone limits the edge too.
+		o.DownstreamQPS = o.QPS
+		if !o.flags.Changed("downstream-burst") {
+			o.DownstreamBurst = o.Burst
+		}
+	}
 	if o.LeaderElectResourceNamespace == "" {
 		o.LeaderElectResourceNamespace = os.Getenv("POD_NAMESPACE")
 	}
@@ -219,6 +236,11 @@ func (o *Options) Validate() error {
 	var errs []string
 	if o.FromKubeconfig == "" {
 		errs = append(errs, "--from-kubeconfig is required")
+	}
+	if o.legacyLogs != nil {
+		if err := o.legacyLogs(); err != nil {
+			errs = append(errs, err.Error())
+		}
 	}
 	if o.SyncTargetUID == "" {
 		errs = append(errs, "--sync-target-uid is required")

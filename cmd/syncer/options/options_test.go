@@ -107,11 +107,17 @@ current-context: x
 	}{
 		{args: nil, upQPS: 500, upBurst: 1000, downQPS: -1, downBurst: 1000},
 		{args: []string{"--qps=20", "--burst=30", "--downstream-qps=50", "--downstream-burst=100"}, upQPS: 20, upBurst: 30, downQPS: 50, downBurst: 100},
+		// release-0.14: --qps and --burst limit both sides.
+		{args: []string{"--qps=20", "--burst=30"}, upQPS: 20, upBurst: 30, downQPS: 20, downBurst: 30},
+		{args: []string{"--qps=20", "--burst=30", "--downstream-qps=-1"}, upQPS: 20, upBurst: 30, downQPS: -1, downBurst: 1000},
 	} {
 		o := NewOptions()
 		fs := pflag.NewFlagSet("syncer", pflag.ContinueOnError)
 		o.AddFlags(fs)
 		if err := fs.Parse(append([]string{"--from-kubeconfig=" + kubeconfig, "--to-kubeconfig=" + kubeconfig, "--sync-target-uid=u"}, tc.args...)); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Complete(); err != nil {
 			t.Fatal(err)
 		}
 		up, down, err := o.RESTConfigs()
@@ -138,5 +144,38 @@ func TestLeaderElectIdentity(t *testing.T) {
 	_, _ = a.Complete(), b.Complete()
 	if a.LeaderElectIdentity == "" || a.LeaderElectIdentity == b.LeaderElectIdentity {
 		t.Errorf("outside a Pod: %q and %q; want two different identities", a.LeaderElectIdentity, b.LeaderElectIdentity)
+	}
+}
+
+// A release-0.14 syncer command line (its manifest's, with klog's flags) parses and validates; a klog
+// flag this syncer cannot honour names the replacement.
+func TestRelease014CommandLine(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{args: []string{"--from-kubeconfig=/kubestellar/kubeconfig", "--sync-target-name=edge1", "--sync-target-uid=u", "--qps=20", "--burst=30", "--v=3",
+			"--logtostderr", "--alsologtostderr=false", "--stderrthreshold=2", "--skip_headers"}},
+		{args: []string{"--from-kubeconfig=k", "--sync-target-uid=u", "--log_dir=/var/log"}, wantErr: "--log_dir: writing logs to files is not supported"},
+	} {
+		o := NewOptions()
+		fs := pflag.NewFlagSet("syncer", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if err := o.Complete(); err != nil {
+			t.Fatal(err)
+		}
+		err := o.Validate()
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%v: %v", tc.args, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.wantErr)
+		}
+		if tc.wantErr == "" && (o.DownstreamQPS != 20 || o.Logs.Verbosity != 3) {
+			t.Errorf("%v: downstream qps %v, -v %v; want 20 and 3", tc.args, o.DownstreamQPS, o.Logs.Verbosity)
+		}
 	}
 }
