@@ -44,7 +44,7 @@ build: ## Build the binaries into bin/, stamped with `git describe` and the comm
 
 test: lint test-unit image-check test-e2e ## Everything CI runs.
 
-test-unit: prometheus-bin helm-bin ## Unit tests (fake clients, pure packages), with the race detector (promtool checks the alerting rules, helm the chart).
+test-unit: prometheus-bin helm-bin e2e-bins ## Unit tests (fake clients, pure packages), with the race detector (promtool checks the alerting rules, helm the chart, the real kubectl the plugin's completion).
 	$(GO) test -race -count=1 ./pkg/... ./cmd/... ./manifests/... ./charts/... ./test/bench/... ./test/support/...
 
 test-e2e: e2e-bins kcp-bins node-bins image prometheus-bin helm-bin ## End-to-end tests against real control planes and a real edge node (once per upstream in E2E_UPSTREAMS): the syncer as a Pod from its image where a test is about deployment, as a process (race detector) elsewhere.
