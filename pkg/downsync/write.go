@@ -221,12 +221,10 @@ func (w *downWrite) withRetained(ctx context.Context) (*unstructured.Unstructure
 		w.c.retainedAbsent(ctx, w.key, w.up, nil, w.retain)
 		return mapping.RetainedFrom(w.desired, w.up, w.retain), nil
 	}
-	live := w.down
-	if !w.readLive {
-		var err error
-		if live, err = w.client().Get(ctx, w.desired.GetName(), metav1.GetOptions{}); err != nil {
-			return nil, fmt.Errorf("reading the fields the edge owns: %w", err)
-		}
+	// Read again even when the object was read live: a hand-over's patch may have changed it since.
+	live, err := w.client().Get(ctx, w.desired.GetName(), metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading the fields the edge owns: %w", err)
 	}
 	w.c.retainedAbsent(ctx, w.key, w.up, live, w.retain)
 	body := mapping.RetainedFrom(w.desired, live, w.retain)

@@ -34,6 +34,7 @@ func TestReportOnly(t *testing.T) {
 		f.create(f.up, gvrConfigMaps, configMap(ns, name, map[string]interface{}{"k": up}))
 	}
 	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps")))
+	start := time.Now()
 	p := f.startSyncer(f.ownConfigs(), withArgs("--report-only", "--adopt-existing", "-v=2"))
 
 	var report struct {
@@ -57,6 +58,8 @@ func TestReportOnly(t *testing.T) {
 		}
 		return false, "no report"
 	})
+	t.Logf("report of %d objects (%d updates) on the SyncerConfig %.1fs after the syncer started (a heartbeat period is 20s)",
+		n, report.Updates, time.Since(start).Seconds())
 	if report.Creates+report.Deletes+report.Conflicts+report.Refused != 0 || len(report.Objects) != 10 {
 		t.Errorf("report %+v: want exactly the 10 updates", report)
 	}
