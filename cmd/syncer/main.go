@@ -151,7 +151,9 @@ func run(opts *options.Options, stdout, stderr io.Writer) error {
 		defer stop()
 		cfg.Recorder = recorder
 		cfg.Report = report.NewStore()
-		whole = cfg.Report
+		if opts.ReportOnly {
+			whole = cfg.Report // object names: served only when asked for (the metrics address has no authentication)
+		}
 		if s, err = syncer.New(cfg); err != nil {
 			return err
 		}
