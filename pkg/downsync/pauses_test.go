@@ -115,3 +115,23 @@ func TestPauses(t *testing.T) {
 		})
 	}
 }
+
+// Under a report-only SyncerConfig, the edge copy of an object deleted upstream is not deleted: its
+// deletion is reported.
+func TestReportOnlyConfigHoldsDeletion(t *testing.T) {
+	v := selecting("a")
+	v.sel, _ = selection.Merge([]*edgev1.SyncerConfig{{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: edgev1.SyncerConfigSpec{ReportOnly: true,
+		NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"a"},
+			Resources: []edgev1.NamespaceScopeDownsyncResource{{GroupResource: metav1.GroupResource{Resource: "configmaps"}, APIVersion: "v1"}}},
+	}}})
+	h := newHarness(t, v, objs(nsA), objs(owned(t, upCM), nsA))
+	if _, err := h.c.process(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	if a := h.actions(); len(a) != 0 {
+		t.Errorf("writes under a report-only config: %v", a)
+	}
+	if e := h.c.cfg.Report.Entries(); len(e) != 1 || e[0].Action != "delete" {
+		t.Errorf("report %+v: want the deletion", e)
+	}
+}

@@ -163,7 +163,8 @@ func (c *Controller) delete(ctx context.Context, key framework.Key, r Resource, 
 		klog.FromContext(ctx).V(logging.Skip).Info("Not deleting: the configs that selected it do not propagate deletion", "annotation", mapping.PropagateDeletionAnnotation)
 		return 0, nil
 	}
-	if c.cfg.ReportOnly {
+	if c.cfg.ReportOnly || c.cfg.Selection.ReportsOnly(selection.ObjectOf(key.GVR.GroupResource(), downObj)) {
+		// Report-only, or its copy is what only report-only configs select (its upstream object gone).
 		c.reported(ctx, key, report.Entry{Action: report.Delete})
 		return 0, nil
 	}
