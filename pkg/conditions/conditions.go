@@ -28,9 +28,9 @@ const (
 	ReportOnly = "ReportOnly"
 )
 
-// healthy tells whether a condition says that all is well: True, but for DeletionsHeld, False.
+// healthy tells whether a condition says that all is well: True, but for DeletionsHeld and ReportOnly, False.
 func healthy(c metav1.Condition) bool {
-	if c.Type == DeletionsHeld {
+	if c.Type == DeletionsHeld || c.Type == ReportOnly {
 		return c.Status == metav1.ConditionFalse
 	}
 	return c.Status == metav1.ConditionTrue
@@ -72,7 +72,7 @@ func Shared(src Sources) []metav1.Condition {
 	var out []metav1.Condition
 	if r := src.Report(MaxExamples); r != nil {
 		out = append(out, metav1.Condition{Type: ReportOnly, Status: metav1.ConditionTrue, Reason: "ReportOnly",
-			Message: fmt.Sprintf("Report-only: nothing is written at the edge for the objects reported; it would create %d, update %d and delete %d objects (%d in conflict, %d refused by the edge). They are listed in status.syncTargets[].report; the whole report is at the syncer's /report.",
+			Message: fmt.Sprintf("Report-only: nothing is written at the edge for the objects reported; it would create %d, update %d and delete %d objects (%d in conflict, %d refused by the edge). They are listed in status.syncTargets[].report (and whole at the syncer's /report when it runs with --report-only).",
 				r.Creates, r.Updates, r.Deletes, r.Conflicts, r.Refused)})
 	}
 	failing, conflicts, examples := src.ObjectProblems(MaxExamples)

@@ -218,6 +218,7 @@ func (c *Controller) Prune() {
 	c.writes.Conflicts().Prune(c.Relevant)
 	c.queue.Prune(c.Relevant)
 	c.pauses.forget(c.Relevant)
+	c.cfg.Report.Prune(c.Relevant)
 	c.refusals.prune(func(key framework.Key) bool {
 		r, ok := c.cfg.Selection.Resource(key.GVR.GroupResource())
 		return ok && r.Upstream == key.GVR // still selected, at the version the keys name

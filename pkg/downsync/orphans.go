@@ -10,6 +10,9 @@ import (
 // way for: downsync should have deleted them. Objects kept on purpose (create-only, kept on delete)
 // and objects being deleted are left out. The engine's audit processes them again.
 func (c *Controller) Orphans() []framework.Key {
+	if c.cfg.ReportOnly {
+		return nil // their deletion is reported, not made, on purpose
+	}
 	var out []framework.Key
 	for _, r := range c.cfg.Selection.Resources() {
 		if r.Downstream.Empty() {

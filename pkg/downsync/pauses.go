@@ -70,6 +70,7 @@ func (c *Controller) paused(ctx context.Context, key framework.Key, upObj, downO
 	if upObj == nil && edgeCopy != nil {
 		// Gone upstream: a paused config that selects what its edge copy is still holds its deletion.
 		sel, selected = selection.ObjectOf(key.GVR.GroupResource(), downObj), true
+		sel.Name = key.Name // its upstream name (a conversion may rename it)
 	}
 	if until.IsZero() && selected {
 		if u, ok := c.cfg.Selection.PausedUntil(sel, now); ok {
@@ -116,7 +117,7 @@ func (c *Controller) pauseChanged(ctx context.Context, key framework.Key, upObj,
 
 // edgeEvent records a Normal Event on an edge copy (nil: none) for the technician at the site.
 func (c *Controller) edgeEvent(edgeCopy *unstructured.Unstructured, reason, message string) {
-	if c.cfg.EdgeRecorder != nil && edgeCopy != nil {
+	if c.cfg.EdgeRecorder != nil && edgeCopy != nil && !c.cfg.ReportOnly { // report-only writes nothing at the edge
 		c.cfg.EdgeRecorder.Event(edgeCopy, corev1.EventTypeNormal, reason, message)
 	}
 }

@@ -88,7 +88,7 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 		return c.apply(ctx, key, r, upObj, downObj)
 	}
 	if wanted {
-		if err := c.deleteUnrenamed(ctx, key, r); err != nil {
+		if err := c.deleteUnrenamed(ctx, key, r, upObj); err != nil {
 			return 0, err
 		}
 		return c.apply(ctx, key, r, upObj, downObj)
@@ -124,9 +124,9 @@ func (c *Controller) upsyncedCopy(ctx context.Context, key framework.Key, upObj 
 
 // deleteUnrenamed deletes the copy of an object that a conversion now renames, written under its
 // upstream name before the conversion existed: the renamed copy replaces it.
-func (c *Controller) deleteUnrenamed(ctx context.Context, key framework.Key, r Resource) error {
+func (c *Controller) deleteUnrenamed(ctx context.Context, key framework.Key, r Resource, upObj *unstructured.Unstructured) error {
 	if !r.Rename.RenamesObjects() || r.Rename.DownName(key.Name) == key.Name || r.Upstream.GroupResource() != r.Downstream.GroupResource() ||
-		c.cfg.ReportOnly {
+		c.reportsOnly(key, upObj) {
 		return nil // report-only: the renamed copy is reported, the old one left
 	}
 	old, synced, err := framework.Cached(c.cfg.DownstreamInformers, r.Downstream, key.Namespace, key.Name)
@@ -163,7 +163,7 @@ func (c *Controller) delete(ctx context.Context, key framework.Key, r Resource, 
 		klog.FromContext(ctx).V(logging.Skip).Info("Not deleting: the configs that selected it do not propagate deletion", "annotation", mapping.PropagateDeletionAnnotation)
 		return 0, nil
 	}
-	if c.cfg.ReportOnly || c.cfg.Selection.ReportsOnly(selection.ObjectOf(key.GVR.GroupResource(), downObj)) {
+	if c.cfg.ReportOnly || c.cfg.Selection.ReportsOnly(upstreamOf(key, r, downObj)) {
 		// Report-only, or its copy is what only report-only configs select (its upstream object gone).
 		c.reported(ctx, key, report.Entry{Action: report.Delete})
 		return 0, nil
@@ -186,6 +186,17 @@ func (c *Controller) delete(ctx context.Context, key framework.Key, r Resource, 
 	client := c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace)
 	_, err := c.writes.DeleteOwned(ctx, client, key, downObj, "Deleted downstream object")
 	return 0, err
+}
+
+// upstreamOf is what the selection matches of an edge copy whose upstream object is gone: its
+// upstream name and kind (a conversion may rename both), its labels.
+func upstreamOf(key framework.Key, r Resource, downObj *unstructured.Unstructured) selection.Object {
+	o := selection.ObjectOf(key.GVR.GroupResource(), downObj)
+	o.Name = key.Name
+	if r.Rename != nil {
+		o.Kind = r.Rename.Up.Kind
+	}
+	return o
 }
 
 // apply creates or updates the downstream object of a wanted upstream object.
@@ -229,6 +240,7 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 	}
 	reportOnly := c.reportsOnly(key, upObj)
 	if !reportOnly {
+		c.cfg.Report.Forget(key) // no longer only reported (a config's reportOnly switched off)
 		if held, err := c.heldDrift(ctx, key, r, upObj, desired, downObj); held || err != nil {
 			return 0, err // held: the note's or the acknowledgement's event brings the key back
 		}

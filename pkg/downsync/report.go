@@ -35,21 +35,23 @@ func (c *Controller) reported(ctx context.Context, key framework.Key, e report.E
 // The edge object is read (a slim cache holds no content, and one the syncer does not own is not in
 // it): absent, it would be created; there, the apply is sent as a server-side dry-run, and the fields
 // whose values it would change are reported (none: in step, nothing reported). Nothing is handed
-// over, replaced or noted.
+// over, replaced or noted. A reported key is looked at again every --conflict-recheck-period: the
+// edge objects the syncer does not own send it no events.
 func (w *downWrite) report(ctx context.Context) framework.Outcome {
 	c := w.c
+	recheck := framework.Outcome{Requeue: c.cfg.ConflictRecheckPeriod}
 	live, err := w.client().Get(ctx, w.desired.GetName(), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		c.reported(ctx, w.key, report.Entry{Action: report.Create})
-		return framework.Outcome{}
+		return recheck
 	case err != nil:
 		return framework.Outcome{Err: err}
 	}
 	check := &downWrite{c: c, key: w.key, r: w.r, up: w.up, desired: w.desired, down: live, readLive: true, writeOptions: w.writeOptions}
 	if b := check.blocked(); b != nil {
 		c.reported(ctx, w.key, report.Entry{Action: report.Conflict, Error: b.LogMsg})
-		return framework.Outcome{}
+		return recheck
 	}
 	if check.skip() != "" {
 		c.cfg.Report.Forget(w.key)
@@ -60,9 +62,12 @@ func (w *downWrite) report(ctx context.Context) framework.Outcome {
 		return framework.Outcome{Err: err}
 	}
 	after, err := w.client().Apply(ctx, body.GetName(), body, metav1.ApplyOptions{FieldManager: c.cfg.FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}})
-	if err != nil {
+	switch {
+	case err != nil && !framework.Permanent(err):
+		return framework.Outcome{Err: err} // retried, as a write would be
+	case err != nil:
 		c.reported(ctx, w.key, report.Entry{Action: report.Refused, Error: err.Error()})
-		return framework.Outcome{}
+		return recheck
 	}
 	if changes := mapping.Changes(live, after); len(changes) > 0 {
 		e := report.Entry{Action: report.Update}
@@ -70,8 +75,8 @@ func (w *downWrite) report(ctx context.Context) framework.Outcome {
 			e.Changes = append(e.Changes, edgev1.ReportedChange(ch))
 		}
 		c.reported(ctx, w.key, e)
-	} else {
-		c.cfg.Report.Forget(w.key)
+		return recheck
 	}
+	c.cfg.Report.Forget(w.key)
 	return framework.Outcome{}
 }

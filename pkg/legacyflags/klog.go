@@ -22,6 +22,9 @@ var noEffect = map[string]string{
 	"log_flush_frequency": "logs are flushed as they are written",
 }
 
+// takesValue are the noEffect flags that are not booleans (--stderrthreshold 2).
+var takesValue = map[string]bool{"stderrthreshold": true, "log_backtrace_at": true, "log_flush_frequency": true}
+
 // toFiles are klog flags that wrote logs to files, which this syncer does not.
 var toFiles = []string{"log_dir", "log_file", "log_file_max_size"}
 
@@ -39,7 +42,9 @@ func Klog(fs *pflag.FlagSet) func() error {
 			continue
 		}
 		fs.String(name, "", "")
-		fs.Lookup(name).NoOptDefVal = "true" // --logtostderr alone is a boolean
+		if !takesValue[name] {
+			fs.Lookup(name).NoOptDefVal = "true" // --logtostderr alone is a boolean
+		}
 		_ = fs.MarkDeprecated(name, "it has no effect: "+noEffect[name])
 	}
 	files := map[string]*string{}

@@ -68,14 +68,20 @@ func Changes(before, after *unstructured.Unstructured) []Change {
 		}
 		bl, bok := b.([]interface{})
 		al, aok := a.([]interface{})
-		if bok && aok && namedElements(bl) && namedElements(al) && len(bl) == len(al) {
-			for i, e := range al {
-				name := e.(map[string]interface{})["name"]
-				be, ok := element(bl, e, i)
-				if !ok {
-					break
+		if bok && aok && namedElements(bl) && namedElements(al) {
+			for _, e := range al { // elements changed or added
+				step := append(append([]string(nil), path...), fmt.Sprintf("[name=%v]", e.(map[string]interface{})["name"]))
+				if be, ok := element(bl, e, -1); ok {
+					walk(step, be, e, false)
+				} else {
+					out = append(out, Change{Path: joinPath(step), Edge: "(absent)", Upstream: orAbsent(e)})
 				}
-				walk(append(append([]string(nil), path...), fmt.Sprintf("[name=%v]", name)), be, e, false)
+			}
+			for _, e := range bl { // elements removed
+				if _, ok := element(al, e, -1); !ok {
+					step := fmt.Sprintf("[name=%v]", e.(map[string]interface{})["name"])
+					out = append(out, Change{Path: joinPath(append(append([]string(nil), path...), step)), Edge: orAbsent(e), Upstream: "(absent)"})
+				}
 			}
 			return
 		}

@@ -29,3 +29,15 @@ func TestChanges(t *testing.T) {
 		t.Errorf("changes %+v, want %+v", c, want)
 	}
 }
+
+// A renamed list element is a change: the element added and the one removed.
+func TestChangesRenamedElement(t *testing.T) {
+	before := &unstructured.Unstructured{Object: map[string]interface{}{"spec": map[string]interface{}{
+		"containers": []interface{}{map[string]interface{}{"name": "a", "image": "x"}}}}}
+	after := &unstructured.Unstructured{Object: map[string]interface{}{"spec": map[string]interface{}{
+		"containers": []interface{}{map[string]interface{}{"name": "b", "image": "x"}}}}}
+	c := Changes(before, after)
+	if len(c) != 2 || c[0].Path != "spec.containers[name=b]" || c[0].Edge != "(absent)" || c[1].Path != "spec.containers[name=a]" || c[1].Upstream != "(absent)" {
+		t.Errorf("changes %+v", c)
+	}
+}

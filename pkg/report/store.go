@@ -60,6 +60,17 @@ func (s *Store) Forget(key framework.Key) bool {
 	return ok
 }
 
+// Prune forgets the keys that are no longer relevant (their resource left the selection).
+func (s *Store) Prune(relevant func(framework.Key) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key := range s.entries {
+		if !relevant(key) {
+			delete(s.entries, key)
+		}
+	}
+}
+
 // Entries is the whole report, ordered by object.
 func (s *Store) Entries() []Entry {
 	s.mu.Lock()

@@ -155,7 +155,7 @@ func TestRelease014CommandLine(t *testing.T) {
 		wantErr string
 	}{
 		{args: []string{"--from-kubeconfig=/kubestellar/kubeconfig", "--sync-target-name=edge1", "--sync-target-uid=u", "--qps=20", "--burst=30", "--v=3",
-			"--logtostderr", "--alsologtostderr=false", "--stderrthreshold=2", "--skip_headers"}},
+			"--logtostderr", "--alsologtostderr=false", "--stderrthreshold", "2", "--skip_headers"}},
 		{args: []string{"--from-kubeconfig=k", "--sync-target-uid=u", "--log_dir=/var/log"}, wantErr: "--log_dir: writing logs to files is not supported"},
 	} {
 		o := NewOptions()
