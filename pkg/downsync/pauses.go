@@ -15,9 +15,6 @@ import (
 	"github.com/kubestellar/syncer/pkg/selection"
 )
 
-// pauseMargin is how long after a pause's end its key is looked at again.
-const pauseMargin = 100 * time.Millisecond
-
 // pauses are the keys downsync holds paused (mapping.PausedUntilAnnotation), and what it said of the
 // pauses it did not honour, so that each is said once.
 type pauses struct {
@@ -91,7 +88,7 @@ func (c *Controller) paused(ctx context.Context, key framework.Key, upObj, downO
 	if until.IsZero() {
 		return 0, false
 	}
-	return until.Sub(now) + pauseMargin, true
+	return mapping.ResumeAfter(until, now), true
 }
 
 // pauseChanged says that a key's pause started, changed or ended (resumed): an Event on the upstream

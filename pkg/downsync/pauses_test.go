@@ -77,7 +77,7 @@ func TestPauses(t *testing.T) {
 			}
 			until, paused := h.c.PausedUntil(key)
 			if tc.resumeIn > 0 {
-				if !paused || until.Sub(now) != tc.resumeIn || after != tc.resumeIn+pauseMargin || len(told) != 1 {
+				if !paused || until.Sub(now) != tc.resumeIn || after != mapping.ResumeAfter(now.Add(tc.resumeIn), now) || len(told) != 1 {
 					t.Errorf("paused %v until %v, looked at again after %v, status told %d times; want paused for %v", paused, until, after, len(told), tc.resumeIn)
 				}
 			} else if paused {

@@ -57,7 +57,7 @@ func (w *downWrite) report(ctx context.Context) framework.Outcome {
 		c.cfg.Report.Forget(w.key)
 		return framework.Outcome{}
 	}
-	body, err := check.withRetained(ctx)
+	body, err := check.withRetained(ctx, live) // read just above
 	if err != nil {
 		return framework.Outcome{Err: err}
 	}

@@ -199,7 +199,7 @@ func (w *downWrite) Do(ctx context.Context, _ *unstructured.Unstructured) framew
 // dropped) or applies it.
 func (w *downWrite) send(ctx context.Context) (*unstructured.Unstructured, error) {
 	fm := w.c.cfg.FieldManager
-	body, err := w.withRetained(ctx)
+	body, err := w.withRetained(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -212,8 +212,9 @@ func (w *downWrite) send(ctx context.Context) (*unstructured.Unstructured, error
 // withRetained is what send writes: desired with the retained fields' values put in. A create takes
 // them from the upstream object, so the edge starts from them; an apply takes the edge's own, read
 // live (a slim cache holds no values), and carries the resourceVersion read as a precondition, so
-// that an autoscaler's change in between is never undone: the apply is refused and tried again.
-func (w *downWrite) withRetained(ctx context.Context) (*unstructured.Unstructured, error) {
+// that an autoscaler's change in between is never undone: the apply is refused and tried again. live,
+// when not nil, is the edge object just read (nothing written to it since); nil: it is read here.
+func (w *downWrite) withRetained(ctx context.Context, live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	switch {
 	case len(w.retain) == 0:
 		return w.desired, nil
@@ -221,10 +222,12 @@ func (w *downWrite) withRetained(ctx context.Context) (*unstructured.Unstructure
 		w.c.retainedAbsent(ctx, w.key, w.up, nil, w.retain)
 		return mapping.RetainedFrom(w.desired, w.up, w.retain), nil
 	}
-	// Read again even when the object was read live: a hand-over's patch may have changed it since.
-	live, err := w.client().Get(ctx, w.desired.GetName(), metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("reading the fields the edge owns: %w", err)
+	if live == nil {
+		// Read again even when the object was read live before: a hand-over's patch may have changed it.
+		var err error
+		if live, err = w.client().Get(ctx, w.desired.GetName(), metav1.GetOptions{}); err != nil {
+			return nil, fmt.Errorf("reading the fields the edge owns: %w", err)
+		}
 	}
 	w.c.retainedAbsent(ctx, w.key, w.up, live, w.retain)
 	body := mapping.RetainedFrom(w.desired, live, w.retain)

@@ -83,7 +83,7 @@ func AcknowledgedAll(up *unstructured.Unstructured, syncTarget string, drifts []
 	var latest time.Time
 	for _, ack := range strings.Split(up.GetAnnotations()[AcknowledgeDriftAnnotation], ",") {
 		target, id, ok := strings.Cut(strings.TrimSpace(ack), "=")
-		if t, err := time.Parse("20060102T150405Z", id); ok && target == syncTarget && err == nil && t.After(latest) {
+		if t, err := time.Parse(labelTime, id); ok && target == syncTarget && err == nil && t.After(latest) {
 			latest = t
 		}
 	}

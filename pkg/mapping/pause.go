@@ -23,8 +23,17 @@ const PausedPrefix = "paused" + signalDomain + "/"
 // name.
 func PausedLabel(syncTarget string) string { return signalKey(PausedPrefix, syncTarget) }
 
-// PauseLabelValue is the end of a pause as a label value can hold it (no colons): 20261127T230000Z.
-func PauseLabelValue(until time.Time) string { return until.UTC().Format("20060102T150405Z") }
+// labelTime is a time as a label value can hold it (no colons): 20261127T230000Z.
+const labelTime = "20060102T150405Z"
+
+// PauseLabelValue is the end of a pause as a label value can hold it.
+func PauseLabelValue(until time.Time) string { return until.UTC().Format(labelTime) }
+
+// resumeMargin is how long after a pause's end the paused object is looked at again.
+const resumeMargin = 100 * time.Millisecond
+
+// ResumeAfter is how long from now to look again at an object paused until then.
+func ResumeAfter(until, now time.Time) time.Duration { return until.Sub(now) + resumeMargin }
 
 // Pause is what an object's PausedUntilAnnotation says.
 type Pause struct {

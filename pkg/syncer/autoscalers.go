@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/kubestellar/syncer/pkg/autoscale"
@@ -29,8 +28,7 @@ func (s *Syncer) watchAutoscalers(ctx context.Context, work interface{ Go(func()
 	}
 	work.Go(func() {
 		defer s.autoscalers.Known()
-		listed := func(context.Context) (bool, error) { return hpas.Synced(""), nil }
-		if wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, autoscalersListWait, true, listed) == nil || ctx.Err() != nil {
+		if listedWithin(ctx, autoscalersListWait, map[string]*informermanager.Watched{"horizontalpodautoscalers": hpas}) {
 			return
 		}
 		logger.Error(hpas.Denied(), "Cannot list the edge's autoscalers; the replicas of the objects they scale are applied from upstream (may the syncer list and watch them?)")

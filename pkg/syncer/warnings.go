@@ -15,6 +15,20 @@ import (
 // listed before it says why they are not.
 const warningsListWait = time.Minute
 
+// listedWithin waits up to d for the watched resources to be listed; true when they are, or when
+// ctx ended first (nothing to say then).
+func listedWithin(ctx context.Context, d time.Duration, watched map[string]*informermanager.Watched) bool {
+	listed := func(context.Context) (bool, error) {
+		for _, w := range watched {
+			if !w.Synced("") {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, d, true, listed) == nil || ctx.Err() != nil
+}
+
 // watchWarnings starts telling warnings at the edge upstream (package warnings), when configured: the
 // edge's Warning Events, Pods and ReplicaSets are watched from now until the engine stops. It
 // returns at once; work waits for the check that they can be listed, which says once why not (the
@@ -53,15 +67,7 @@ func (s *Syncer) watchWarnings(ctx context.Context, work interface{ Go(func()) }
 	}
 	watched := map[string]*informermanager.Watched{"events": events, "pods": pods, "replicasets": replicaSets}
 	work.Go(func() {
-		listed := func(context.Context) (bool, error) {
-			for _, w := range watched {
-				if !w.Synced("") {
-					return false, nil
-				}
-			}
-			return true, nil
-		}
-		if wait.PollUntilContextTimeout(ctx, time.Second, warningsListWait, true, listed) == nil || ctx.Err() != nil {
+		if listedWithin(ctx, warningsListWait, watched) {
 			return
 		}
 		for resource, w := range watched {

@@ -206,7 +206,7 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	if p := mapping.PauseOf(down); p.Active(time.Now()) {
 		// A technician paused the edge object: neither its copy nor its copy's deletion is written.
 		klog.FromContext(ctx).V(logging.Skip).Info("Paused at the edge: not writing its copy upstream", "until", p.Until.UTC().Format(time.RFC3339))
-		return time.Until(p.Until) + time.Second/10, nil
+		return mapping.ResumeAfter(p.Until, time.Now()), nil
 	}
 	wanted := r.Selected && down != nil && down.GetDeletionTimestamp() == nil && !mapping.OwnedDownstream(down) &&
 		c.cfg.Selection.UpsyncMatches(selection.ObjectOf(gr, down)) &&
