@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -140,7 +141,7 @@ func run(opts *options.Options, stdout, stderr io.Writer) error {
 	var s engineRunner
 	var whole http.Handler // the whole report of report-only mode (one workspace only)
 	if opts.APIExportEndpointSlice != "" {
-		if s, err = mailboxesController(opts, cfg, upCfg, downCfg); err != nil {
+		if s, err = mailboxesController(opts, cfg, upCfg); err != nil {
 			return err
 		}
 	} else {
@@ -208,12 +209,8 @@ func eventRecorder(ctx context.Context, cfg *rest.Config, syncTarget string) (re
 
 // mailboxesController serves every workspace bound to the APIExport of --apiexport-endpoint-slice;
 // cfg is the template of each workspace's engine.
-func mailboxesController(opts *options.Options, cfg syncer.Config, upCfg, downCfg *rest.Config) (*mailboxes.Controller, error) {
-	downDisc, err := discovery.NewDiscoveryClientForConfig(downCfg)
-	if err != nil {
-		return nil, fmt.Errorf("downstream discovery: %w", err)
-	}
-	downstream := cfg.DownstreamDynamic
+func mailboxesController(opts *options.Options, cfg syncer.Config, upCfg *rest.Config) (*mailboxes.Controller, error) {
+	downstream, downDisc := cfg.DownstreamDynamic, cfg.DownstreamDiscovery
 	cfg.UpstreamDynamic, cfg.UpstreamDiscovery, cfg.DownstreamDynamic, cfg.DownstreamDiscovery = nil, nil, nil, nil
 	return mailboxes.NewController(mailboxes.Config{
 		Provider: upCfg, EndpointSlice: opts.APIExportEndpointSlice, Downstream: downstream, DownstreamDiscovery: downDisc, Engine: cfg,
@@ -336,9 +333,9 @@ func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics
 	}
 	return syncer.Config{
 		UpstreamDynamic:        upDyn,
-		UpstreamDiscovery:      upDisc,
+		UpstreamDiscovery:      memory.NewMemCacheClient(upDisc),
 		DownstreamDynamic:      downDyn,
-		DownstreamDiscovery:    downDisc,
+		DownstreamDiscovery:    memory.NewMemCacheClient(downDisc),
 		SyncTargetName:         opts.SyncTargetName,
 		Workers:                opts.Workers,
 		StatusWorkers:          opts.StatusWorkers,

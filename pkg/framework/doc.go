@@ -4,6 +4,7 @@
 // that decode it, and the one write path of the three directions: a create or update taken through
 // named steps (Write, Writes.Do: ownership, up to date, loop backoff, write, record), deleting an
 // owned object, reporting conflicts, counting and logging writes. It also runs the engine's loops
-// that are not about objects (RunLoop: one key, retried slowly). It knows nothing of the selection
-// and makes no decision about what to write.
+// that are not about objects (RunLoop: one key, retried slowly), and the one scan of a side for
+// objects carrying the syncer's marks (ScanLabelled). It knows nothing of the selection and makes no
+// decision about what to write.
 package framework

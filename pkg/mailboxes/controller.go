@@ -10,13 +10,12 @@ import (
 	"time"
 
 	"github.com/kcp-dev/logicalcluster/v3"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -48,9 +47,10 @@ type Config struct {
 	Provider *rest.Config
 	// EndpointSlice names the APIExportEndpointSlice.
 	EndpointSlice string
-	// Downstream and DownstreamDiscovery talk to the edge.
+	// Downstream and DownstreamDiscovery talk to the edge; the discovery client caches (see
+	// syncer.Config) and every workspace's engine shares it.
 	Downstream          dynamic.Interface
-	DownstreamDiscovery discovery.DiscoveryInterface
+	DownstreamDiscovery discovery.CachedDiscoveryInterface
 	// Engine is the template of every workspace's engine: workers, periods, sync target, metrics;
 	// the clients, sources and cluster are filled in per workspace.
 	Engine syncer.Config
@@ -68,13 +68,15 @@ type Controller struct {
 	namespaces *Namespaces
 	queue      workqueue.TypedRateLimitingInterface[string]
 
-	mu       sync.Mutex
-	vw       *rest.Config // the virtual workspace, once known
-	client   *kcpdynamic.ClusterClientset
-	upHub    *informermanager.Hub
-	downHub  *informermanager.Hub
-	upDisc   *sharedDiscovery
-	downDisc *sharedDiscovery
+	mu      sync.Mutex
+	vw      *rest.Config // the virtual workspace, once known
+	client  *kcpdynamic.ClusterClientset
+	upHub   *informermanager.Hub
+	downHub *informermanager.Hub
+	// upDisc and downDisc are every engine's discovery: one walk per invalidation, whichever engine
+	// invalidated, however many resolve at once.
+	upDisc   discovery.CachedDiscoveryInterface
+	downDisc discovery.CachedDiscoveryInterface
 	bindings framework.Cache
 	engines  map[logicalcluster.Name]*engine
 	// marked are the workspaces with objects at the edge found at start, and the resources holding them.
@@ -105,7 +107,7 @@ func NewController(cfg Config) (*Controller, error) {
 		queue:   framework.NewLoopQueue[string]("workspaces", cfg.Engine.Metrics.WorkqueueProvider()),
 		engines: map[logicalcluster.Name]*engine{}, marked: map[logicalcluster.Name]map[schema.GroupResource]schema.GroupVersionResource{},
 	}
-	c.downDisc = newSharedDiscovery(cfg.DownstreamDiscovery)
+	c.downDisc = cfg.DownstreamDiscovery
 	c.downHub = informermanager.NewHub(informermanager.HubOptions{Side: syncer.Downstream,
 		Lister:   func(gvr schema.GroupVersionResource) informermanager.Lister { return cfg.Downstream.Resource(gvr) },
 		Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, WorkspaceIndex: workspaceIndexFunc},
@@ -213,7 +215,7 @@ func (c *Controller) connect(url string) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.vw, c.client, c.upDisc = vw, client, newSharedDiscovery(disc)
+	c.vw, c.client, c.upDisc = vw, client, memory.NewMemCacheClient(disc)
 	c.upHub = informermanager.NewHub(informermanager.HubOptions{Side: syncer.Upstream,
 		Lister: func(gvr schema.GroupVersionResource) informermanager.Lister { return client.Resource(gvr) },
 		// Keyed by logical cluster, namespace and name: two workspaces have objects of one name. Lists
@@ -309,27 +311,15 @@ func (c *Controller) scanMarked(ctx context.Context) error {
 }
 
 func (c *Controller) scanResource(ctx context.Context, gvr schema.GroupVersionResource, found map[logicalcluster.Name]map[schema.GroupResource]schema.GroupVersionResource) error {
-	opts := metav1.ListOptions{LabelSelector: mapping.OwnerLabel + "=" + c.ownerLabel, Limit: 500}
-	for {
-		list, err := c.cfg.Downstream.Resource(gvr).List(ctx, opts)
-		switch {
-		case apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err):
-			return nil
-		case err != nil:
-			return fmt.Errorf("looking for marked %s at the edge: %w", gvr.GroupResource(), err)
-		}
-		for i := range list.Items {
-			if cluster := logicalcluster.Name(mapping.ClusterOf(&list.Items[i])); !cluster.Empty() {
-				if found[cluster] == nil {
-					found[cluster] = map[schema.GroupResource]schema.GroupVersionResource{}
-				}
-				found[cluster][gvr.GroupResource()] = gvr
+	return framework.ScanLabelled(ctx, c.cfg.Downstream, gvr, mapping.OwnerLabel+"="+c.ownerLabel, 500, func(u *unstructured.Unstructured) bool {
+		if cluster := logicalcluster.Name(mapping.ClusterOf(u)); !cluster.Empty() {
+			if found[cluster] == nil {
+				found[cluster] = map[schema.GroupResource]schema.GroupVersionResource{}
 			}
+			found[cluster][gvr.GroupResource()] = gvr
 		}
-		if opts.Continue = list.GetContinue(); opts.Continue == "" {
-			return nil
-		}
-	}
+		return true
+	})
 }
 
 // upSource gives a workspace's engine its shares of the upstream hub.

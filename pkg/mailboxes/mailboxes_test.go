@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery/cached/memory"
 	discoveryfake "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/rest"
@@ -236,29 +237,35 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// Engines reading one sharedDiscovery cause one walk per invalidation, whatever their number.
+// TestSharedDiscovery: engines reading the one caching discovery client the controller gives them
+// all (client-go's memory cache) cause one walk per invalidation, however many read at once.
 func TestSharedDiscovery(t *testing.T) {
 	fake := &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{Resources: []*metav1.APIResourceList{
 		{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "configmaps", Namespaced: true, Kind: "ConfigMap", Verbs: []string{"list"}}}},
 		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{{Name: "deployments", Namespaced: true, Kind: "Deployment", Verbs: []string{"list"}}}},
 	}}}
-	d := newSharedDiscovery(fake)
-	for range 5 {
-		if _, lists, err := d.ServerGroupsAndResources(); err != nil || len(lists) != 2 {
-			t.Fatalf("ServerGroupsAndResources: %d lists, %v", len(lists), err)
+	d := memory.NewMemCacheClient(fake)
+	walk := func(engines int) {
+		var wg sync.WaitGroup
+		for range engines {
+			wg.Go(func() {
+				if _, lists, err := d.ServerGroupsAndResources(); err != nil || len(lists) != 2 {
+					t.Errorf("ServerGroupsAndResources: %d lists, %v", len(lists), err)
+				}
+			})
 		}
+		wg.Wait()
 	}
+	walk(5)
 	first := len(fake.Actions())
 	if first != 3 { // the groups, then each group version once
-		t.Errorf("5 walks made %d requests, want 3", first)
+		t.Errorf("5 engines' walks made %d requests, want 3", first)
 	}
 	d.Invalidate()
 	d.Invalidate()
-	for range 3 {
-		_, _, _ = d.ServerGroupsAndResources()
-	}
+	walk(3)
 	if got := len(fake.Actions()) - first; got != 3 {
-		t.Errorf("after an invalidation, 3 walks made %d requests, want 3", got)
+		t.Errorf("after an invalidation, 3 engines' walks made %d requests, want 3", got)
 	}
 }
 
@@ -272,7 +279,7 @@ func TestRunStopsEverything(t *testing.T) {
 	defer refuse.Close()
 	edge := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
 	c, err := NewController(Config{Provider: &rest.Config{Host: refuse.URL}, EndpointSlice: "slice", Downstream: edge,
-		DownstreamDiscovery: &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{}},
+		DownstreamDiscovery: memory.NewMemCacheClient(&discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{}}),
 		Engine:              syncer.Config{Metrics: metrics.New(prometheus.NewRegistry())}})
 	if err != nil {
 		t.Fatal(err)

@@ -182,8 +182,10 @@ func (c *Controller) stopAll() {
 // DiscoveryRefreshPeriod, which they then do not run themselves): one walk for all of them.
 func (c *Controller) refreshDiscovery(ctx context.Context, period time.Duration) {
 	framework.Every(ctx, period, func() {
+		c.upDisc.Invalidate()
+		c.downDisc.Invalidate()
 		for _, e := range c.engineList() {
-			e.s.Rediscover() // the shared caches too: an engine's invalidation is passed on
+			e.s.Resolve()
 		}
 	})
 }

@@ -23,11 +23,15 @@ const DefaultFieldManager = framework.DefaultFieldManager
 // Config is everything the engine needs; cmd/syncer builds it from flags, tests build it directly.
 type Config struct {
 	// UpstreamDynamic and UpstreamDiscovery talk to the mailbox workspace.
-	UpstreamDynamic   dynamic.Interface
-	UpstreamDiscovery discovery.DiscoveryInterface
+	UpstreamDynamic dynamic.Interface
+	// UpstreamDiscovery and DownstreamDiscovery are caching discovery clients
+	// (memory.NewMemCacheClient): kcp serves no aggregated discovery, so a walk costs a request per
+	// group version. The engine invalidates them when an API may have changed (a CRD or an APIBinding
+	// event, DiscoveryRefreshPeriod); engines that share one walk it once per invalidation.
+	UpstreamDiscovery discovery.CachedDiscoveryInterface
 	// DownstreamDynamic and DownstreamDiscovery talk to the edge cluster.
 	DownstreamDynamic   dynamic.Interface
-	DownstreamDiscovery discovery.DiscoveryInterface
+	DownstreamDiscovery discovery.CachedDiscoveryInterface
 
 	// SyncTargetName identifies the syncer; it becomes the value of the owner label downstream.
 	SyncTargetName string

@@ -50,13 +50,9 @@ func (s *Syncer) deletable(u *unstructured.Unstructured) bool {
 		!mapping.CreateOnly(u) && !mapping.KeepOnDelete(u) && u.GetDeletionTimestamp() == nil
 }
 
-// Rediscover reads both sides' discovery again and resolves: what the engine's own
-// DiscoveryRefreshPeriod does, for an owner that refreshes several engines at once.
-func (s *Syncer) Rediscover() {
-	s.upDisc.Invalidate()
-	s.downDisc.Invalidate()
-	s.resolveQueue.Add(resolveKey)
-}
+// Resolve asks for a resolve: for an owner that invalidated the discovery clients it shares among
+// several engines (their DiscoveryRefreshPeriod being 0), once for all of them.
+func (s *Syncer) Resolve() { s.resolveQueue.Add(resolveKey) }
 
 // ObjectCounts reports objects_managed for this engine (what a standalone engine reports itself): an
 // embedded engine's owner sums them over its engines.

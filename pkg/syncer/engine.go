@@ -54,7 +54,10 @@ type Syncer struct {
 
 	up, down *informermanager.Manager
 
-	upDisc, downDisc *cachedDiscovery
+	// rediscover: an API may have changed since discovery was read; the next resolve invalidates
+	// both sides' discovery first (an event handler only sets it: an invalidation waits for a walk
+	// under way).
+	rediscover atomic.Bool
 
 	// The informers whose events ask for a resolve (the triggers), run by the managers: the
 	// SyncerConfigs; the EdgeSyncConfigs once discovery shows them served (the CRD is optional: nil
@@ -124,8 +127,6 @@ func New(cfg Config) (*Syncer, error) {
 	s := &Syncer{
 		cfg:          cfg,
 		ownerLabel:   mapping.OwnerLabelValue(cfg.SyncTargetName),
-		upDisc:       newCachedDiscovery(cfg.UpstreamDiscovery),
-		downDisc:     newCachedDiscovery(cfg.DownstreamDiscovery),
 		probing:      map[string]*atomic.Bool{Upstream: {}, Downstream: {}},
 		resolveQueue: framework.NewLoopQueue[string]("resolve", cfg.Metrics.WorkqueueProvider()),
 	}
@@ -156,7 +157,7 @@ func New(cfg Config) (*Syncer, error) {
 		return nil, err
 	}
 	s.resolver = &resolver{
-		configs: s.configs, watchEdgeConfigs: s.watchEdgeSyncConfigs, upDisc: s.upDisc, downDisc: s.downDisc,
+		configs: s.configs, watchEdgeConfigs: s.watchEdgeSyncConfigs, upDisc: cfg.UpstreamDiscovery, downDisc: cfg.DownstreamDiscovery,
 		upClient: cfg.UpstreamDynamic, downClnt: cfg.DownstreamDynamic, ownedDown: cfg.DownstreamOwned, up: s.up, down: s.down,
 		ownerLabel: s.ownerLabel, fieldManager: cfg.FieldManager, publish: func(next *snapshot) { s.state.Store(next) },
 		maxNamespaces: s.maxNamespaces(), reviewClusterWide: s.reviewClusterWide,
@@ -326,13 +327,20 @@ func (s *Syncer) Run(ctx context.Context) error {
 // refreshDiscovery re-reads discovery every period (the first time a period after start), a safety
 // net for APIs that appear without any event the triggers see (aggregated APIs, say).
 func (s *Syncer) refreshDiscovery(ctx context.Context, period time.Duration) {
-	framework.Every(ctx, period, s.Rediscover)
+	framework.Every(ctx, period, func() {
+		s.rediscover.Store(true)
+		s.Resolve()
+	})
 }
 
 // resolveOnce resolves (the resolve queue's one key): a new snapshot, the informers to match, and
 // the controllers brought in line.
 func (s *Syncer) resolveOnce(ctx context.Context, _ string) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
+	if s.rediscover.Swap(false) {
+		s.cfg.UpstreamDiscovery.Invalidate()
+		s.cfg.DownstreamDiscovery.Invalidate()
+	}
 	old := s.snapshot()
 	next, err := s.resolver.resolve(ctx, old)
 	switch {

@@ -2,11 +2,9 @@ package syncer
 
 import (
 	"context"
-	"fmt"
 	"maps"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
@@ -104,7 +102,8 @@ func (r *resolver) leftovers(ctx context.Context, ls leftoverSearch) (map[schema
 }
 
 // scanOwned finds the resources of a side, other than those skipped, that hold an object with the
-// label selector: one LIST with limit 1 per resource. Resources the syncer may not list are passed over.
+// label selector: it stops at the first such object of each. Resources the syncer may not list are
+// passed over.
 func scanOwned(ctx context.Context, client dynamic.Interface, idx *selection.Index, skip func(schema.GroupResource) bool,
 	selector string) (map[schema.GroupResource]schema.GroupVersionResource, error) {
 	found := map[schema.GroupResource]schema.GroupVersionResource{}
@@ -113,14 +112,11 @@ func scanOwned(ctx context.Context, client dynamic.Interface, idx *selection.Ind
 		if skip(gr) || !res.Syncable() {
 			continue
 		}
-		list, err := client.Resource(res.GVR).List(ctx, metav1.ListOptions{LabelSelector: selector, Limit: 1})
-		switch {
-		case apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err):
-			continue // not ours to look at, or gone
-		case err != nil:
-			return nil, fmt.Errorf("looking for %s labelled %s: %w", gr, selector, err)
-		case len(list.Items) > 0:
+		if err := framework.ScanLabelled(ctx, client, res.GVR, selector, 1, func(*unstructured.Unstructured) bool {
 			found[gr] = res.GVR
+			return false
+		}); err != nil {
+			return nil, err
 		}
 	}
 	return found, nil

@@ -79,8 +79,7 @@ func (s *Syncer) watchEdgeSyncConfigs(ctx context.Context, served bool) (listed 
 func (s *Syncer) trigger(rediscover bool, changed func(oldObj, newObj interface{}) bool) cache.ResourceEventHandler {
 	enqueue := func() {
 		if rediscover {
-			s.upDisc.Invalidate()
-			s.downDisc.Invalidate()
+			s.rediscover.Store(true)
 		}
 		s.resolveQueue.AddAfter(resolveKey, resolveDelay)
 	}
