@@ -115,14 +115,20 @@ func (b *Breaker) Allow(key framework.Key) (ok bool, wait time.Duration, tripped
 }
 
 // Forget drops a held or pending key whose deletion is no longer due (its object is wanted again).
+// When the last held deletion goes so (the change that made them due was undone), nothing is left to
+// release: the breaker stops holding and counts afresh.
 func (b *Breaker) Forget(key framework.Key) {
 	if b == nil {
 		return
 	}
 	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, wasHeld := b.held[key]
 	delete(b.held, key)
 	delete(b.pending, key)
-	b.mu.Unlock()
+	if wasHeld && b.tripped && len(b.held) == 0 {
+		b.tripped, b.baseline, b.refused = false, nil, map[string]string{}
+	}
 }
 
 // trip starts holding every deletion due (those waiting out their grace too), recording the release

@@ -135,3 +135,29 @@ func TestDisabled(t *testing.T) {
 		t.Errorf("a disabled breaker let %d of 100 go", n)
 	}
 }
+
+// TestUndoingTheChangeEndsTheHold: when every held deletion is wanted again (the mistaken change was
+// undone), the breaker holds nothing and counts afresh; while one is still held it keeps holding.
+func TestUndoingTheChangeEndsTheHold(t *testing.T) {
+	tb := newBed(50, 20, 1000)
+	if n := tb.deleted(0, 300, time.Millisecond); n != 0 {
+		t.Fatalf("%d of 300 deletions made; want none", n)
+	}
+	for i := 0; i < 299; i++ {
+		tb.b.Forget(key(i))
+	}
+	if s := tb.b.State(1); !s.Tripped || s.Held != 1 {
+		t.Fatalf("state %+v with one deletion still held: want tripped, 1 held", s)
+	}
+	if ok, _, _ := tb.b.Allow(key(9000)); ok {
+		t.Error("a new deletion allowed while one is still held")
+	}
+	tb.b.Forget(key(9000))
+	tb.b.Forget(key(299))
+	if s := tb.b.State(1); s.Tripped || s.Held != 0 {
+		t.Fatalf("state %+v after every held deletion was wanted again: want not tripped", s)
+	}
+	if n := tb.deleted(5000, 10, 0); n != 10 {
+		t.Errorf("%d of 10 later deletions made; want all", n)
+	}
+}

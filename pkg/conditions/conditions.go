@@ -104,7 +104,8 @@ func deletionsHeld(src Sources) metav1.Condition {
 	}
 	return metav1.Condition{Type: DeletionsHeld, Status: metav1.ConditionTrue, Reason: "TooManyDeletions",
 		Message: capLen(fmt.Sprintf("%d deletions at the edge held since %s: more fell due within a minute than the deletion breaker allows. "+
-			"To let them go, annotate a SyncerConfig %s=\"%d\". Held: %s",
+			"To let them go, annotate a SyncerConfig %s=\"%d\" (a value it did not have when the hold began); "+
+			"undoing the change that made them due ends the hold too. Held: %s",
 			n, since.UTC().Format(time.RFC3339), breaker.ReleaseAnnotation, n, Bounded(examples, n)), MaxMessageLen)}
 }
 
