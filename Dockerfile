@@ -14,5 +14,5 @@ RUN hack/build-static.sh /out/syncer
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/syncer /syncer
 USER 65532:65532
-EXPOSE 8080 8081
+EXPOSE 8443 8081
 ENTRYPOINT ["/syncer"]

@@ -39,7 +39,7 @@ help: ## List the targets and what they do.
 
 build: ## Build the binaries into bin/, stamped with `git describe` and the commit (--version; VERSION=... to override).
 	$(GO) build -ldflags "$$(bash hack/version-ldflags.sh)" -o bin/ ./cmd/...
-	@# kubectl (v1.26+) completes `kubectl kubestellar syncer-gen` by running this link (see the README).
+	@# kubectl (v1.26+) completes `kubectl kubestellar syncer-gen` by running this link (see docs/install.md).
 	@ln -sf kubectl-kubestellar-syncer_gen bin/kubectl_complete-kubestellar-syncer_gen
 
 test: lint test-unit image-check test-e2e ## Everything CI runs.

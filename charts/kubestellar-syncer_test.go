@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	logsapi "k8s.io/component-base/logs/api/v1"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/spf13/pflag"
@@ -42,14 +44,9 @@ const (
 	stUID    = "3f1c0d2e-uid"
 )
 
-// The defaults of `kubectl kubestellar syncer-gen` (cmd/kubectl-kubestellar-syncer_gen/main.go): the
-// chart's must be the same.
-const (
-	syncerGenReplicas  = 1
-	syncerGenQPS       = 500
-	syncerGenBurst     = 1000
-	syncerGenVerbosity = 2
-)
+// syncerGen is what `kubectl kubestellar syncer-gen` chooses by default: the chart's defaults must
+// be the same.
+var syncerGen = bootstrap.DefaultOptions()
 
 // helmBin is $HELM_BIN; the test is skipped without it.
 func helmBin(t *testing.T) string {
@@ -430,7 +427,8 @@ func TestChartValueSets(t *testing.T) {
 		values: requiredValues(),
 		check: func(t *testing.T, m *manifest, o *options.Options) {
 			want := []string{
-				"ClusterRole /edge-florin:" + fullname, "ClusterRoleBinding /edge-florin:" + fullname,
+				"ClusterRole /edge-florin:" + fullname, "ClusterRole /edge-florin:" + fullname + "-metrics-reader",
+				"ClusterRoleBinding /edge-florin:" + fullname, "ClusterRoleBinding /edge-florin:" + fullname + "-auth-delegator",
 				"Deployment edge-florin/" + fullname, "Role edge-florin/" + fullname + "-leader-election",
 				"RoleBinding edge-florin/" + fullname + "-leader-election", "Secret edge-florin/" + fullname + "-token",
 				"ServiceAccount edge-florin/" + fullname,
@@ -439,7 +437,7 @@ func TestChartValueSets(t *testing.T) {
 				t.Errorf("objects (-want +got):\n%s", diff)
 			}
 			dep := m.deployment(t)
-			if *dep.Spec.Replicas != syncerGenReplicas || o.QPS != syncerGenQPS || o.Burst != syncerGenBurst {
+			if *dep.Spec.Replicas != syncerGen.Replicas || o.QPS != syncerGen.QPS || o.Burst != syncerGen.Burst || o.Logs.Verbosity != logsapi.VerbosityLevel(syncerGen.Verbosity) {
 				t.Errorf("replicas %d qps %v burst %d: want syncer-gen's defaults", *dep.Spec.Replicas, o.QPS, o.Burst)
 			}
 			if !o.LeaderElect || o.LeaderElectResourceNamespace != namespace || o.LeaderElectResourceName != "kubestellar-syncer-"+stName {
@@ -499,7 +497,8 @@ func TestChartValueSets(t *testing.T) {
 		name: "metrics Service, ServiceMonitor, PodMonitor and PDB",
 		values: append(requiredValues(), "--set", "replicas=2", "--set", "metrics.port=9090", "--set", "metrics.service.enabled=true",
 			"--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.serviceMonitor.labels.release=prom",
-			"--set", "metrics.podMonitor.enabled=true", "--set", "podDisruptionBudget.enabled=true"),
+			"--set", "metrics.podMonitor.enabled=true", "--set", "metrics.podMonitor.bearerTokenSecret.name=scraper",
+			"--set", "metrics.podMonitor.bearerTokenSecret.key=token", "--set", "podDisruptionBudget.enabled=true"),
 		check: func(t *testing.T, m *manifest, o *options.Options) {
 			dep := m.deployment(t)
 			podLabels := labels.Set(dep.Spec.Template.Labels)
@@ -535,6 +534,14 @@ func TestChartValueSets(t *testing.T) {
 				if ep["port"] != "metrics" || ep["path"] != "/metrics" || len(relabel) != 1 ||
 					relabel[0].(map[string]interface{})["targetLabel"] != "job" || relabel[0].(map[string]interface{})["replacement"] != "kubestellar-syncer" {
 					t.Errorf("%s endpoint %v: want port metrics, path /metrics, job kubestellar-syncer (the alerting rules' job)", mon.obj.GetKind(), ep)
+				}
+				// --metrics-secure: HTTPS and a bearer token (the Prometheus's own, or the named Secret's).
+				token := ep["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+				if ref, _ := ep["bearerTokenSecret"].(map[string]interface{}); ref["name"] == "scraper" && ref["key"] == "token" {
+					token = true
+				}
+				if skip, _, _ := unstructured.NestedBool(ep, "tlsConfig", "insecureSkipVerify"); ep["scheme"] != "https" || !token || !skip || !o.MetricsSecure {
+					t.Errorf("%s endpoint %v, syncer secure %v: want https with a bearer token", mon.obj.GetKind(), ep, o.MetricsSecure)
 				}
 			}
 			if sm.GetLabels()["release"] != "prom" {
@@ -662,7 +669,7 @@ func TestChartRefuses(t *testing.T) {
 // chart names the release's objects.
 func syncerGenEdge() bootstrap.Edge {
 	return bootstrap.Edge{ID: fullname, Namespace: namespace, SyncTargetName: stName, SyncTargetUID: stUID, Image: "kubestellar-syncer:0.1.0",
-		Replicas: syncerGenReplicas, QPS: syncerGenQPS, Burst: syncerGenBurst, Verbosity: syncerGenVerbosity,
+		Replicas: syncerGen.Replicas, QPS: syncerGen.QPS, Burst: syncerGen.Burst, Verbosity: syncerGen.Verbosity,
 		Rules: bootstrap.DownstreamRules(bootstrap.RBACBroad, nil), UpstreamServer: "https://mailbox.example.com:6443",
 		UpstreamCA: []byte("CA"), UpstreamToken: "token", UpstreamContext: "default"}
 }
@@ -776,9 +783,19 @@ func matchSyncerGen(t *testing.T, edge bootstrap.Edge, helmValues bool) {
 				t.Errorf("container apart from the args (-syncer-gen +chart):\n%s", diff)
 			}
 		case *rbacv1.ClusterRole:
-			got := m.get(t, "ClusterRole", "", namespace+":"+fullname).(*rbacv1.ClusterRole)
+			name := namespace + ":" + fullname
+			if strings.HasSuffix(want.Name, bootstrap.MetricsReaderSuffix) {
+				name += bootstrap.MetricsReaderSuffix
+			}
+			got := m.get(t, "ClusterRole", "", name).(*rbacv1.ClusterRole)
 			if diff := cmp.Diff(want.Rules, got.Rules); diff != "" {
 				t.Errorf("ClusterRole rules (-syncer-gen +chart):\n%s", diff)
+			}
+		case *rbacv1.ClusterRoleBinding:
+			name := namespace + ":" + fullname + strings.TrimPrefix(want.Name, edge.ID)
+			got := m.get(t, "ClusterRoleBinding", "", name).(*rbacv1.ClusterRoleBinding)
+			if want.RoleRef.Name == "system:auth-delegator" && got.RoleRef != want.RoleRef {
+				t.Errorf("ClusterRoleBinding %s binds %+v, syncer-gen %+v", name, got.RoleRef, want.RoleRef)
 			}
 		case *rbacv1.Role:
 			got := m.get(t, "Role", namespace, want.Name).(*rbacv1.Role)

@@ -5,7 +5,7 @@
 # SyncerConfig, and watch the workload arrive downstream and its Pods run, their ready replicas come
 # back upstream, an update, a drift and a deletion follow, and an object created at the edge is
 # upsynced and its deletion followed (with the UpsyncDeleted Event upstream); then the syncer Pod's
-# /readyz and /metrics, its conditions and its log (kubectl logs). The syncer Pod keeps running
+# /readyz and /metrics (HTTPS, with a scraper's token), its conditions and its log (kubectl logs). The syncer Pod keeps running
 # afterwards. Headings are bold on a terminal only: piped or redirected, the output has no escape
 # codes.
 set -euo pipefail
@@ -113,13 +113,19 @@ up get escfg
 up get escfg demo -o jsonpath='{range .status.conditions[*]}{.type}={.status} ({.reason}): {.message}{"\n"}{end}'
 
 say "The syncer Pod's health and metrics (its pod IP $podip; the host routes the pod network)"
+# The metrics port serves tokens allowed to get /metrics at the edge (--metrics-secure): a scraper's
+# ServiceAccount, bound to the ClusterRole syncer-gen made for it.
+down -n "$id" create serviceaccount scraper --dry-run=client -o yaml | down apply -f - >/dev/null
+down create clusterrolebinding "$id-scraper" --clusterrole="$id-metrics-reader" --serviceaccount="$id:scraper" --dry-run=client -o yaml | down apply -f - >/dev/null
+token=$(down -n "$id" create token scraper)
 if command -v curl >/dev/null; then
   code=$(curl -sS -o .testenv/demo-readyz.txt -w '%{http_code}' "http://$podip:8081/readyz")
   echo "GET http://$podip:8081/readyz: HTTP $code, $(cat .testenv/demo-readyz.txt)"
-  echo "GET http://$podip:8080/metrics, some kubestellar_syncer_ series:"
-  curl -sS "http://$podip:8080/metrics" | grep -E '^kubestellar_syncer_(leader|reachable|informers_synced|writes_total)' | sed -n '1,12p'
+  echo "GET https://$podip:8443/metrics without a token: HTTP $(curl -sSk -o /dev/null -w '%{http_code}' "https://$podip:8443/metrics")"
+  echo "GET https://$podip:8443/metrics with the scraper's token, some kubestellar_syncer_ series:"
+  curl -sSk -H "Authorization: Bearer $token" "https://$podip:8443/metrics" | grep -E '^kubestellar_syncer_(leader|reachable|informers_synced|writes_total)' | sed -n '1,12p'
 else
-  echo "(no curl: see http://$podip:8081/readyz and http://$podip:8080/metrics)"
+  echo "(no curl: see http://$podip:8081/readyz and https://$podip:8443/metrics with a bearer token of ServiceAccount $id/scraper)"
 fi
 
 say "The syncer's log, changes only (kubectl logs; -v=2 in the manifest):"

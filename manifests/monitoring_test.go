@@ -144,7 +144,7 @@ func alertRules(t *testing.T) []alertRule {
 	return out
 }
 
-// TestAlertsAreExplained: the alerts the README promises are there, each with a severity, a summary,
+// TestAlertsAreExplained: the alerts docs/operations.md promises are there, each with a severity, a summary,
 // a description and a runbook hint.
 func TestAlertsAreExplained(t *testing.T) {
 	rules := alertRules(t)
@@ -239,7 +239,7 @@ func (p panel) all() []panel {
 
 // TestDashboard: the Grafana dashboard is well-formed JSON of a recent schema, takes its data
 // source from the template variable ${datasource} in every panel and query, and has a panel for each
-// thing the README lists.
+// thing docs/operations.md lists.
 func TestDashboard(t *testing.T) {
 	data := read(t, dashboardFile)
 	if !json.Valid(data) {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -43,7 +42,7 @@ Commands:
   completion bash|zsh|fish|powershell   Print the shell completion script of this binary. kubectl
                                         completes ` + "`kubectl kubestellar syncer-gen`" + ` through the executable
                                         kubectl_complete-kubestellar-syncer_gen (a link to this binary;
-                                        ` + "`make build`" + ` makes it in bin/): see the README.
+                                        ` + "`make build`" + ` makes it in bin/): see docs/install.md.
 `
 
 // defaultRequestTimeout bounds each request unless --request-timeout is given: an unusable endpoint
@@ -69,8 +68,7 @@ type options struct {
 
 func newOptions() *options {
 	o := &options{
-		Options: bootstrap.Options{UpstreamNamespace: "default", Replicas: 1, QPS: 500, Burst: 1000, Verbosity: 2,
-			Lifetime: 365 * 24 * time.Hour, RBAC: bootstrap.RBACBroad},
+		Options:         bootstrap.DefaultOptions(),
 		resources:       bootstrap.DefaultResources(),
 		expectedObjects: bootstrap.DefaultExpectedObjects,
 		connection:      genericclioptions.NewConfigFlags(true),

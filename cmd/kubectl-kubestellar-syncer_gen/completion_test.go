@@ -169,7 +169,7 @@ printf '%s\n' "${COMPREPLY[@]}"
 
 // TestKubectlRunsPluginAndCompletion: the real kubectl (from E2E_BIN; skipped without it) runs the
 // binary for `kubectl kubestellar syncer-gen` and completes its arguments through the completion
-// executable, both as `make build` lays them out and as krew does (with the link the README says to
+// executable, both as `make build` lays them out and as krew does (with the link docs/install.md says to
 // make).
 func TestKubectlRunsPluginAndCompletion(t *testing.T) {
 	kubectl := filepath.Join(os.Getenv("E2E_BIN"), "kubectl")

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +39,7 @@ import (
 	"github.com/kubestellar/syncer/cmd/syncer/options"
 	"github.com/kubestellar/syncer/pkg/breaker"
 	"github.com/kubestellar/syncer/pkg/dynclient"
+	"github.com/kubestellar/syncer/pkg/httpauth"
 	"github.com/kubestellar/syncer/pkg/mailboxes"
 	"github.com/kubestellar/syncer/pkg/metrics"
 	"github.com/kubestellar/syncer/pkg/reachability"
@@ -119,6 +121,8 @@ func run(opts *options.Options, stdout, stderr io.Writer) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := metrics.New(reg)
 	clientmetrics.Register(m.ClientGoHooks()) // client-go's hooks are process-wide: set once, here
+	// The metrics address's reviews are not the syncer's traffic: not counted, nor taken for reachability.
+	reviews := rest.CopyConfig(downCfg)
 	// Each request is counted, then timed out and followed for the side's reachability.
 	reach := reachability.New(reg, syncer.Upstream, syncer.Downstream)
 	upCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
@@ -153,7 +157,7 @@ func run(opts *options.Options, stdout, stderr io.Writer) error {
 		cfg.Recorder = recorder
 		cfg.Report = report.NewStore()
 		if opts.ReportOnly {
-			whole = cfg.Report // object names: served only when asked for (the metrics address has no authentication)
+			whole = cfg.Report // object names: served only when asked for (see --metrics-secure)
 		}
 		if s, err = syncer.New(cfg); err != nil {
 			return err
@@ -166,7 +170,7 @@ func run(opts *options.Options, stdout, stderr io.Writer) error {
 		watchdog = leaderelection.NewLeaderHealthzAdaptor(opts.LeaderElectRenewDeadline)
 	}
 	h := health{ready: s.Ready, standby: func() bool { return opts.LeaderElect && !leading.Load() }, watchdog: watchdog}
-	components, err := servers(opts, reg, h, whole)
+	components, err := servers(opts, reg, h, whole, reviews)
 	if err != nil {
 		return err
 	}
@@ -243,8 +247,9 @@ func prepare(opts *options.Options, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// servers are the metrics and health-probe servers the flags ask for.
-func servers(opts *options.Options, reg *prometheus.Registry, h health, wholeReport http.Handler) ([]component, error) {
+// servers are the metrics and health-probe servers the flags ask for; edge reviews the metrics
+// address's requests with --metrics-secure.
+func servers(opts *options.Options, reg *prometheus.Registry, h health, wholeReport http.Handler, edge *rest.Config) ([]component, error) {
 	var out []component
 	if addr := opts.MetricsBindAddress; addr != "0" && addr != "" {
 		mux := http.NewServeMux()
@@ -256,14 +261,26 @@ func servers(opts *options.Options, reg *prometheus.Registry, h health, wholeRep
 			mux.HandleFunc("/debug/pprof/", pprof.Index)
 			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		}
-		c, err := server("metrics", addr, mux)
+		var handler http.Handler = mux
+		var tlsConfig *tls.Config
+		if opts.MetricsSecure {
+			kube, err := kubernetes.NewForConfig(edge)
+			if err != nil {
+				return nil, fmt.Errorf("--metrics-secure: %w", err)
+			}
+			if tlsConfig, err = httpauth.TLSConfig(opts.MetricsCertDir, opts.SyncTargetName+".kubestellar-syncer"); err != nil {
+				return nil, fmt.Errorf("--metrics-cert-dir: %w", err)
+			}
+			handler = httpauth.NewFilter(kube).Wrap(mux)
+		}
+		c, err := server("metrics", addr, handler, tlsConfig)
 		if err != nil {
 			return nil, fmt.Errorf("--metrics-bind-address: %w", err)
 		}
 		out = append(out, c)
 	}
 	if addr := opts.HealthProbeBindAddress; addr != "0" && addr != "" {
-		c, err := server("health probes", addr, h.mux())
+		c, err := server("health probes", addr, h.mux(), nil)
 		if err != nil {
 			return nil, fmt.Errorf("--health-probe-bind-address: %w", err)
 		}
@@ -273,15 +290,18 @@ func servers(opts *options.Options, reg *prometheus.Registry, h health, wholeRep
 }
 
 // server listens on addr now (so that a busy port is an error at start) and returns the component
-// that serves mux until its context is done, then shuts down gracefully.
-func server(what, addr string, mux http.Handler) (component, error) {
+// that serves mux (over TLS with tlsConfig) until its context is done, then shuts down gracefully.
+func server(what, addr string, mux http.Handler, tlsConfig *tls.Config) (component, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return component{}, err
 	}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	return component{name: what, run: func(ctx context.Context) error {
-		klog.FromContext(ctx).Info("Serving "+what, "address", ln.Addr().String())
+		klog.FromContext(ctx).Info("Serving "+what, "address", ln.Addr().String(), "tls", tlsConfig != nil)
 		failed := make(chan error, 1)
 		go func() { failed <- srv.Serve(ln) }()
 		select {

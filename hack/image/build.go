@@ -164,7 +164,7 @@ func buildImage(s spec, p platform) (v1.Image, error) {
 		WorkingDir:   nonrootHome,
 		Env:          []string{"PATH=" + imagePATH, "SSL_CERT_FILE=" + caBundlePath},
 		Labels:       s.labels(),
-		ExposedPorts: map[string]struct{}{"8080/tcp": {}, "8081/tcp": {}},
+		ExposedPorts: map[string]struct{}{"8443/tcp": {}, "8081/tcp": {}}, // metrics (HTTPS) and probes, as deployed
 	})
 	if err != nil {
 		return nil, err

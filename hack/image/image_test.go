@@ -152,8 +152,8 @@ func checkImage(t *testing.T, img v1.Image, plat v1.Platform, digest v1.Hash) {
 	if want := os.Getenv("IMAGE_EXPECT_REVISION"); want != "" && revision != want {
 		t.Errorf("revision label %q, want this checkout's %s (a stale _output/image?)", revision, want)
 	}
-	if _, ok := c.ExposedPorts["8080/tcp"]; !ok || len(c.ExposedPorts) != 2 {
-		t.Errorf("ExposedPorts %v, want 8080/tcp (metrics) and 8081/tcp (health)", c.ExposedPorts)
+	if _, ok := c.ExposedPorts["8443/tcp"]; !ok || len(c.ExposedPorts) != 2 {
+		t.Errorf("ExposedPorts %v, want 8443/tcp (metrics) and 8081/tcp (health)", c.ExposedPorts)
 	}
 	if _, ok := c.ExposedPorts["8081/tcp"]; !ok {
 		t.Errorf("ExposedPorts %v, want 8081/tcp (health)", c.ExposedPorts)

@@ -40,6 +40,12 @@ import (
 
 var crdGVR = wellknown.CRDs
 
+// DefaultOptions are the plugin's defaults (its flags' defaults; the Helm chart's values match them).
+func DefaultOptions() Options {
+	return Options{UpstreamNamespace: "default", Replicas: 1, QPS: 500, Burst: 1000, Verbosity: 2,
+		Lifetime: 365 * 24 * time.Hour, RBAC: RBACBroad}
+}
+
 // Options are the plugin's choices.
 type Options struct {
 	// Name is the sync target's name; it names the syncer and labels its objects at the edge.

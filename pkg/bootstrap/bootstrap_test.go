@@ -94,7 +94,7 @@ func TestDeploymentMatchesSyncerAndImage(t *testing.T) {
 		t.Errorf("security context not restricted: %+v", sc)
 	}
 	if c.LivenessProbe.HTTPGet.Path != "/healthz" || c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.Ports[1].ContainerPort != HealthPort ||
-		o.HealthProbeBindAddress != ":8081" || o.MetricsBindAddress != ":8080" {
+		o.HealthProbeBindAddress != ":8081" || o.MetricsBindAddress != ":8443" || !o.MetricsSecure {
 		t.Errorf("probes/ports disagree with the args: %+v %+v", c.Ports, o)
 	}
 	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {

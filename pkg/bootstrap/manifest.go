@@ -19,15 +19,17 @@ import (
 
 // Ports and paths of the syncer container; the Deployment and the image agree on them.
 const (
-	MetricsPort     = 8080
-	HealthPort      = 8081
-	KubeconfigMount = "/kubestellar/"
-	KubeconfigKey   = "kubeconfig"
-	ContainerName   = "kubestellar-syncer"
-	nonRootUID      = 65532
-	managedByLabel  = "app.kubernetes.io/managed-by"
-	managedByValue  = "kubestellar-syncer-gen"
-	syncerNameLabel = "edge.kubestellar.io/syncer"
+	MetricsPort = 8443 // HTTPS, --metrics-secure
+	// MetricsReaderSuffix names the ClusterRole that may read the metrics (<ID>-metrics-reader).
+	MetricsReaderSuffix = "-metrics-reader"
+	HealthPort          = 8081
+	KubeconfigMount     = "/kubestellar/"
+	KubeconfigKey       = "kubeconfig"
+	ContainerName       = "kubestellar-syncer"
+	nonRootUID          = 65532
+	managedByLabel      = "app.kubernetes.io/managed-by"
+	managedByValue      = "kubestellar-syncer-gen"
+	syncerNameLabel     = "edge.kubestellar.io/syncer"
 )
 
 // Edge is what the edge manifest is made of.
@@ -66,10 +68,16 @@ func (e Edge) SyncerArgs() []string {
 		"--burst="+strconv.Itoa(e.Burst),
 		"--downstream-qps=-1", // the edge's API Priority and Fairness paces the syncer (--qps alone would limit it too)
 		"--metrics-bind-address=:"+strconv.Itoa(MetricsPort),
+		"--metrics-secure",
 		"--health-probe-bind-address=:"+strconv.Itoa(HealthPort),
 		"--leader-elect",
 		"-v="+strconv.Itoa(e.Verbosity),
 	)
+}
+
+// MetricsReaderRules are what a scraper needs of a syncer with --metrics-secure.
+func MetricsReaderRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}
 }
 
 // Kubeconfig is the upstream kubeconfig the syncer mounts.
@@ -113,15 +121,6 @@ func (e Edge) Objects() ([]runtime.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	podLabels := map[string]string{"app": e.ID} // the selector: never changes, so re-applying works
-	templateLabels := e.labels()
-	templateLabels["app"] = e.ID
-	probe := func(path string, initial int32) *corev1.Probe {
-		return &corev1.Probe{
-			ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("health")}},
-			InitialDelaySeconds: initial, PeriodSeconds: 10, TimeoutSeconds: 2, FailureThreshold: 3,
-		}
-	}
 	return []runtime.Object{
 		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: e.meta(e.Namespace, "")},
 		&corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: e.meta(e.ID, e.Namespace)},
@@ -136,6 +135,13 @@ func (e Edge) Objects() ([]runtime.Object, error) {
 		&rbacv1.ClusterRoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"}, ObjectMeta: e.meta(e.ID, ""),
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: e.ID},
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: e.ID, Namespace: e.Namespace}}},
+		// --metrics-secure: the syncer asks the edge who a scraper is and whether it may read.
+		&rbacv1.ClusterRoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"}, ObjectMeta: e.meta(e.ID+"-auth-delegator", ""),
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "system:auth-delegator"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: e.ID, Namespace: e.Namespace}}},
+		// Bound to the scraper's identity by the user (kube-prometheus's Prometheus may get /metrics already).
+		&rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"}, ObjectMeta: e.meta(e.ID+MetricsReaderSuffix, ""),
+			Rules: MetricsReaderRules()},
 		&rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"}, ObjectMeta: e.meta(e.ID+"-leader-election", e.Namespace),
 			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}}}},
 		&rbacv1.RoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"}, ObjectMeta: e.meta(e.ID+"-leader-election", e.Namespace),
@@ -143,43 +149,58 @@ func (e Edge) Objects() ([]runtime.Object, error) {
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: e.ID, Namespace: e.Namespace}}},
 		&corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: e.meta(e.ID+"-kubeconfig", e.Namespace),
 			Type: corev1.SecretTypeOpaque, Data: map[string][]byte{KubeconfigKey: kubeconfig}},
-		&appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: e.meta(e.ID, e.Namespace),
-			Spec: appsv1.DeploymentSpec{
-				Replicas: ptr.To(e.Replicas),
-				Selector: &metav1.LabelSelector{MatchLabels: podLabels},
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: templateLabels, Annotations: map[string]string{
-						"prometheus.io/scrape": "true", "prometheus.io/port": strconv.Itoa(MetricsPort), "prometheus.io/path": "/metrics"}},
-					Spec: corev1.PodSpec{
-						ServiceAccountName: e.ID,
-						SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](nonRootUID), RunAsGroup: ptr.To[int64](nonRootUID),
-							SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
-						Containers: []corev1.Container{{
-							Name:            ContainerName,
-							Image:           e.Image,
-							ImagePullPolicy: corev1.PullIfNotPresent,
-							Args:            e.SyncerArgs(),
-							Env: []corev1.EnvVar{
-								{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
-								// The Lease identity: a restarted container of the Pod leads again at once.
-								{Name: "POD_UID", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}},
-							},
-							Ports:                    []corev1.ContainerPort{{Name: "metrics", ContainerPort: MetricsPort}, {Name: "health", ContainerPort: HealthPort}},
-							LivenessProbe:            probe("/healthz", 10),
-							ReadinessProbe:           probe("/readyz", 5),
-							TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-							Resources:                e.resources(),
-							SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true), Privileged: ptr.To(false),
-								Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
-							VolumeMounts: []corev1.VolumeMount{{Name: "kubestellar-config", MountPath: KubeconfigMount, ReadOnly: true}},
-						}},
-						Volumes: []corev1.Volume{{Name: "kubestellar-config", VolumeSource: corev1.VolumeSource{
-							Secret: &corev1.SecretVolumeSource{SecretName: e.ID + "-kubeconfig", Items: []corev1.KeyToPath{{Key: KubeconfigKey, Path: KubeconfigKey}}}}}},
-					},
-				},
-				Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType},
-			}},
+		e.deployment(),
 	}, nil
+}
+
+// deployment runs the syncer's image with its arguments, probes and the upstream kubeconfig.
+func (e Edge) deployment() *appsv1.Deployment {
+	podLabels := map[string]string{"app": e.ID} // the selector: never changes, so re-applying works
+	templateLabels := e.labels()
+	templateLabels["app"] = e.ID
+	probe := func(path string, initial int32) *corev1.Probe {
+		return &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("health")}},
+			InitialDelaySeconds: initial, PeriodSeconds: 10, TimeoutSeconds: 2, FailureThreshold: 3,
+		}
+	}
+	return &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: e.meta(e.ID, e.Namespace),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(e.Replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: podLabels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: templateLabels, Annotations: map[string]string{
+					"prometheus.io/scrape": "true", "prometheus.io/port": strconv.Itoa(MetricsPort), "prometheus.io/path": "/metrics",
+					"prometheus.io/scheme": "https"}},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: e.ID,
+					SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](nonRootUID), RunAsGroup: ptr.To[int64](nonRootUID),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+					Containers: []corev1.Container{{
+						Name:            ContainerName,
+						Image:           e.Image,
+						ImagePullPolicy: corev1.PullIfNotPresent,
+						Args:            e.SyncerArgs(),
+						Env: []corev1.EnvVar{
+							{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+							// The Lease identity: a restarted container of the Pod leads again at once.
+							{Name: "POD_UID", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}},
+						},
+						Ports:                    []corev1.ContainerPort{{Name: "metrics", ContainerPort: MetricsPort}, {Name: "health", ContainerPort: HealthPort}},
+						LivenessProbe:            probe("/healthz", 10),
+						ReadinessProbe:           probe("/readyz", 5),
+						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+						Resources:                e.resources(),
+						SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true), Privileged: ptr.To(false),
+							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+						VolumeMounts: []corev1.VolumeMount{{Name: "kubestellar-config", MountPath: KubeconfigMount, ReadOnly: true}},
+					}},
+					Volumes: []corev1.Volume{{Name: "kubestellar-config", VolumeSource: corev1.VolumeSource{
+						Secret: &corev1.SecretVolumeSource{SecretName: e.ID + "-kubeconfig", Items: []corev1.KeyToPath{{Key: KubeconfigKey, Path: KubeconfigKey}}}}}},
+				},
+			},
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType},
+		}}
 }
 
 // Manifest renders the objects as one multi-document YAML.

@@ -36,7 +36,7 @@ type badInputCase struct {
 	name string
 	// setup makes the bad input: objects on either side, and the SyncerConfig c.config.
 	setup func(c *badInput)
-	// check looks for the problem where the README says it shows.
+	// check looks for the problem where docs/operations.md says it shows.
 	check func(c *badInput)
 	// fix removes the problem and checks it is gone. nil: c.fixConfig, which replaces the case's
 	// config by a good one.
@@ -48,11 +48,11 @@ type wantCond struct{ typ, status, reason, contains string }
 
 // TestBadInputTable: one syncer, started once, meets one bad input after another. For each, it stays
 // alive (no panic, no data race), a healthy SyncerConfig's new object still arrives at the edge, and
-// the problem shows where the README's "Faults and bad input" table says (conditions on the case's
+// the problem shows where the "Faults and bad input" table of docs/operations.md says (conditions on the case's
 // SyncerConfig, Events on the upstream object, the log, the metrics); the problem goes once the
 // input is fixed or its config deleted.
 //
-// The syncer runs at -v=0, so every log line a case finds was logged at level 0, as the README promises.
+// The syncer runs at -v=0, so every log line a case finds was logged at level 0, as docs/operations.md promises.
 func TestBadInputTable(t *testing.T) {
 	f := newFixture(t)
 	canaryNS := f.namespace("canary")
@@ -130,7 +130,7 @@ func TestBadInputTable(t *testing.T) {
 					wantCond{typ: "SelectionValid", status: "True", reason: "ResolvedWithWarnings",
 						contains: fmt.Sprintf(`namespaceScope.namespaces: namespace %q does not exist upstream`, c.name+"-absent")},
 					wantCond{typ: "Ready", status: "True", reason: "Syncing"})
-				c.expectLog(`a "Selection warning" log line naming the missing namespace, as the README's "Faults and bad input" table promises`,
+				c.expectLog(`a "Selection warning" log line naming the missing namespace, as the "Faults and bad input" table of docs/operations.md promises`,
 					`"Selection warning"`, `syncerConfig="`+c.config+`"`, c.name+`-absent`)
 			},
 			fix: func(c *badInput) {
@@ -387,7 +387,7 @@ func TestBadInputTable(t *testing.T) {
 			canary := "canary-" + tc.name
 			c.create(c.up, gvrConfigMaps, configMap(c.canary, canary, map[string]interface{}{"k": "v"}))
 			c.waitFor(c.down, gvrConfigMaps, c.canary, canary, hasMark)
-			// (c) The problem shows where the README says.
+			// (c) The problem shows where docs/operations.md says.
 			tc.check(c)
 
 			if tc.fix != nil {

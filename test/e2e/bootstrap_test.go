@@ -83,11 +83,15 @@ func bootstrapPod(t *testing.T, f *fixture, name, rbac string, genArgs ...string
 		_ = f.up.kube.RbacV1().ClusterRoles().Delete(ctx, id, metav1.DeleteOptions{})
 		_ = f.up.kube.RbacV1().ClusterRoleBindings().Delete(ctx, id, metav1.DeleteOptions{})
 		_ = f.up.kube.CoreV1().ServiceAccounts("default").Delete(ctx, id, metav1.DeleteOptions{})
-		_ = f.down.kube.RbacV1().ClusterRoles().Delete(ctx, id, metav1.DeleteOptions{})
-		_ = f.down.kube.RbacV1().ClusterRoleBindings().Delete(ctx, id, metav1.DeleteOptions{})
+		for _, name := range []string{id, id + bootstrap.MetricsReaderSuffix} {
+			_ = f.down.kube.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})
+		}
+		for _, name := range []string{id, id + "-auth-delegator"} {
+			_ = f.down.kube.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})
+		}
 	})
 	kubectl(t, env.Downstream.Kubeconfig, "apply", "--server-side", "-f", manifest)
-	d = &syncerDeployment{f: f, namespace: id, name: id, lease: "kubestellar-syncer-" + name}
+	d = &syncerDeployment{f: f, namespace: id, name: id, lease: "kubestellar-syncer-" + name, metricsReader: id + bootstrap.MetricsReaderSuffix}
 	d.waitAvailable(2 * time.Minute)
 
 	tr, err := f.down.kube.CoreV1().ServiceAccounts(id).CreateToken(f.ctx, id, &authenticationv1.TokenRequest{

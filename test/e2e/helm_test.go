@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubestellar/syncer/pkg/bootstrap"
 )
 
 // helmCommand runs the real helm ($HELM_BIN, `make helm-bin`) against the edge cluster, with its own
@@ -105,7 +107,7 @@ func TestHelmChart(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := kubectl(t, env.Downstream.Kubeconfig, "apply", "--dry-run=server", "--validate=strict", "-f", file)
-		if n := strings.Count(out, "(server dry run)"); n < 7 {
+		if n := strings.Count(out, "(server dry run)"); n < 9 {
 			t.Errorf("server dry run of %v applied %d objects:\n%s", extra, n, out)
 		}
 	}
@@ -119,8 +121,8 @@ func TestHelmChart(t *testing.T) {
 		"deployments":         {edgeNS + "/" + fullname},
 		"serviceaccounts":     {edgeNS + "/" + fullname},
 		"secrets":             {edgeNS + "/" + fullname + "-kubeconfig", edgeNS + "/" + fullname + "-token"},
-		"clusterroles":        {"/" + clusterRole},
-		"clusterrolebindings": {"/" + clusterRole},
+		"clusterroles":        {"/" + clusterRole, "/" + clusterRole + bootstrap.MetricsReaderSuffix},
+		"clusterrolebindings": {"/" + clusterRole, "/" + clusterRole + "-auth-delegator"},
 		"roles":               {edgeNS + "/" + fullname + "-leader-election"},
 		"rolebindings":        {edgeNS + "/" + fullname + "-leader-election"},
 	}
@@ -200,7 +202,8 @@ func TestHelmChart(t *testing.T) {
 	ns := f.namespace("app")
 	f.create(f.up, gvrConfigMaps, configMap(ns, "settings", map[string]interface{}{"k": "v"}))
 	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps")))
-	d := &syncerDeployment{f: f, namespace: edgeNS, name: fullname, lease: "kubestellar-syncer-" + f.name}
+	d := &syncerDeployment{f: f, namespace: edgeNS, name: fullname, lease: "kubestellar-syncer-" + f.name,
+		metricsReader: clusterRole + bootstrap.MetricsReaderSuffix}
 	d.waitAvailable(2 * time.Minute)
 	f.waitFor(f.down, gvrConfigMaps, ns, "settings", hasMark)
 	d.expectServing()

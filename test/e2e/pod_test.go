@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bufio"
+	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -16,11 +18,16 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+
+	"k8s.io/utils/ptr"
 
 	"github.com/kubestellar/syncer/pkg/bootstrap"
 	"github.com/kubestellar/syncer/test/support"
@@ -56,6 +63,10 @@ type syncerDeployment struct {
 	namespace, name string
 	// lease is the name of the Lease its replicas elect a leader with, in namespace.
 	lease string
+	// metricsReader is the ClusterRole its install makes for scrapers (--metrics-secure).
+	metricsReader string
+
+	scraper string // a token of a ServiceAccount bound to metricsReader, made on first use
 }
 
 // waitAvailable waits until the Deployment's rollout is complete: every replica of its current
@@ -136,16 +147,78 @@ func (d *syncerDeployment) tail(pod string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// get GETs a path of a pod's port from the host (the host routes the pod network).
+// get GETs a path of a pod's port from the host (the host routes the pod network): the metrics port
+// over HTTPS with a scraper's token (--metrics-secure), the probes' port as the kubelet does.
 func (d *syncerDeployment) get(pod corev1.Pod, port int, path string) (int, string, error) {
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(port)) + path)
+	token := ""
+	if port == bootstrap.MetricsPort {
+		token = d.scraperToken()
+	}
+	return d.getAs(pod, port, path, token)
+}
+
+// getAs GETs a path of a pod's port with a bearer token (over HTTPS) or without one (plain HTTP on
+// the probes' port, HTTPS on the metrics port).
+func (d *syncerDeployment) getAs(pod corev1.Pod, port int, path, token string) (int, string, error) {
+	c := http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the syncer's self-signed certificate
+	scheme := "http"
+	if port == bootstrap.MetricsPort {
+		scheme = "https"
+	}
+	req, err := http.NewRequest(http.MethodGet, scheme+"://"+net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(port))+path, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		return 0, "", err
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body), nil
+}
+
+// scraperToken is a token of the ServiceAccount "scraper" in the syncer's namespace, bound to the
+// install's metrics-reader ClusterRole: what a Prometheus is given.
+func (d *syncerDeployment) scraperToken() string {
+	d.f.t.Helper()
+	if d.scraper != "" {
+		return d.scraper
+	}
+	d.scraper = d.token("scraper", d.metricsReader)
+	return d.scraper
+}
+
+// token makes a ServiceAccount in the syncer's namespace, binds it to clusterRole unless empty, and
+// returns a token of it.
+func (d *syncerDeployment) token(sa, clusterRole string) string {
+	t, kube := d.f.t, d.f.down.kube
+	t.Helper()
+	if _, err := kube.CoreV1().ServiceAccounts(d.namespace).Create(d.f.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}},
+		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	if clusterRole != "" {
+		binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: d.namespace + "-" + sa},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: d.namespace}}}
+		if _, err := kube.RbacV1().ClusterRoleBindings().Create(d.f.ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+		})
+	}
+	tr, err := kube.CoreV1().ServiceAccounts(d.namespace).CreateToken(d.f.ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
 }
 
 // scrape reads a pod's /metrics.
@@ -245,6 +318,20 @@ func (d *syncerDeployment) expectServing() {
 	}
 	if code, body, err := d.get(pod, bootstrap.HealthPort, "/readyz"); err != nil || code != http.StatusOK {
 		t.Errorf("/readyz of %s from the host: %d %s %v", pod.Name, code, body, err)
+	}
+	// The metrics port serves only tokens allowed to get /metrics at the edge (--metrics-secure).
+	for _, c := range []struct {
+		who, token string
+		want       int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		{"a forged token", "forged", http.StatusUnauthorized},
+		{"a ServiceAccount not bound to " + d.metricsReader, d.token("stranger", ""), http.StatusForbidden},
+		{"the scraper", d.scraperToken(), http.StatusOK},
+	} {
+		if code, body, err := d.getAs(pod, bootstrap.MetricsPort, "/metrics", c.token); err != nil || code != c.want {
+			t.Errorf("/metrics of %s over HTTPS with %s: %d %.200s %v, want %d", pod.Name, c.who, code, body, err, c.want)
+		}
 	}
 	// Its metrics say who leads, as Prometheus scrapes them from the pod network (the leader's gauge
 	// is set once it has started leading, just after it took the Lease).

@@ -158,8 +158,19 @@ func TestPrometheusScrapesSyncer(t *testing.T) {
 	if !strings.Contains(string(job), sd) {
 		t.Fatalf("scrape-config.yaml has no %q", sd)
 	}
-	config := "global:\n  scrape_interval: 1s\n" + strings.Replace(string(job), sd,
-		sd+"    kubeconfig_file: "+env.Downstream.Kubeconfig+"\n    namespaces:\n      names: ["+id+"]\n", 1)
+	// And a token of the scraper's ServiceAccount, bound to the metrics-reader ClusterRole, where a
+	// Prometheus in the cluster reads its own.
+	const inCluster = "credentials_file: /var/run/secrets/kubernetes.io/serviceaccount/token"
+	if !strings.Contains(string(job), inCluster) {
+		t.Fatalf("scrape-config.yaml has no %q", inCluster)
+	}
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(d.scraperToken()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := "global:\n  scrape_interval: 1s\n" + strings.Replace(strings.Replace(string(job), sd,
+		sd+"    kubeconfig_file: "+env.Downstream.Kubeconfig+"\n    namespaces:\n      names: ["+id+"]\n", 1),
+		inCluster, "credentials_file: "+tokenFile, 1)
 	addr := startPrometheus(t, bin, t.TempDir(), config)
 	pod := d.pod()
 	t.Cleanup(func() {
@@ -172,7 +183,7 @@ func TestPrometheusScrapesSyncer(t *testing.T) {
 		query string
 		min   float64
 	}{
-		{`up{job="kubestellar-syncer",pod="` + pod.Name + `"}`, 1},
+		{`up{job="kubestellar-syncer",pod="` + pod.Name + `",instance=~".*:` + strconv.Itoa(bootstrap.MetricsPort) + `"}`, 1},
 		{`kubestellar_syncer_objects_managed{direction="downsync",resource="configmaps"}`, 5},
 		// At least one: under load a create that timed out but landed is taken over by an update.
 		{`sum(kubestellar_syncer_writes_total{direction="downsync",resource="configmaps",result="created"})`, 1},

@@ -40,11 +40,15 @@ type Options struct {
 	DownstreamQPS   float32
 	DownstreamBurst int
 
-	Workers                int
-	StatusWorkers          int
-	UpsyncWorkers          int
-	AdoptExisting          bool
-	MetricsBindAddress     string
+	Workers            int
+	StatusWorkers      int
+	UpsyncWorkers      int
+	AdoptExisting      bool
+	MetricsBindAddress string
+	// MetricsSecure serves the metrics address over TLS to bearer tokens the edge apiserver
+	// authenticates and authorizes (pkg/httpauth); MetricsCertDir holds its certificate.
+	MetricsSecure          bool
+	MetricsCertDir         string
 	HealthProbeBindAddress string
 	Profiling              bool
 	HeartbeatPeriod        time.Duration
@@ -160,6 +164,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.UpsyncWorkers, "upsync-workers", o.UpsyncWorkers, "Number of upsync workers.")
 	fs.BoolVar(&o.AdoptExisting, "adopt-existing", o.AdoptExisting, "Take over downstream objects that exist without the syncer's mark (default: leave them alone and report a conflict).")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve the metrics address (/metrics, and /report and /debug/pprof when on) over HTTPS, only to requests whose bearer token the edge apiserver authenticates (TokenReview) and authorizes for the path (SubjectAccessReview: RBAC nonResourceURLs, verb get). The syncer's edge identity needs create on tokenreviews and subjectaccessreviews (the ClusterRole system:auth-delegator). syncer-gen's manifest and the chart turn it on.")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "With --metrics-secure: the directory holding the metrics address's tls.crt and tls.key (read again when they change); empty: a self-signed certificate generated at start.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz (live) and /readyz (synced and connected); \"0\" disables them.")
 	fs.IntVar(&o.DeletionBreakerCount, "deletion-breaker-count", o.DeletionBreakerCount, "The deletion breaker: when more than this many deletions at the edge, and more than --deletion-breaker-percent of the objects the syncer owns there, fall due within a minute, every deletion is held (creates and updates go on) until released (condition DeletionsHeld on the SyncerConfigs says how). 0 disables it.")
 	fs.IntVar(&o.DeletionBreakerPercent, "deletion-breaker-percent", o.DeletionBreakerPercent, "The share of the objects the syncer owns at the edge, in percent, that the deletions due within a minute must also exceed for the deletion breaker to hold them (see --deletion-breaker-count).")
@@ -244,6 +250,9 @@ func (o *Options) Validate() error {
 	}
 	if o.SyncTargetUID == "" {
 		errs = append(errs, "--sync-target-uid is required")
+	}
+	if o.MetricsCertDir != "" && !o.MetricsSecure {
+		errs = append(errs, "--metrics-cert-dir needs --metrics-secure")
 	}
 	if o.QPS == 0 || (o.QPS > 0 && o.Burst <= 0) {
 		errs = append(errs, "--qps must be positive (or negative: no client-side limit) and --burst positive")
