@@ -46,7 +46,7 @@ Commands:
 `
 
 // defaultRequestTimeout bounds each request unless --request-timeout is given: an unusable endpoint
-// is an error within seconds, not a hang (kubestellar issue 1310).
+// is an error within seconds, not a hang (kubestellar/kubestellar#1310).
 const defaultRequestTimeout = "15s"
 
 // options are the plugin's flags.

@@ -144,8 +144,8 @@ const tokenExpiresAnnotation = "edge.kubestellar.io/token-expires"
 
 // Run creates or updates the syncer's identity upstream and renders the edge manifest and the Helm
 // values. Progress goes to out. cfg.Timeout bounds every request: the plugin sets it from
-// --request-timeout, 15 s unless given, so that it never hangs on an unusable endpoint (kubestellar
-// issue 1310); 0 means no bound.
+// --request-timeout, 15 s unless given, so that it never hangs on an unusable endpoint
+// (kubestellar/kubestellar#1310); 0 means no bound.
 func Run(ctx context.Context, cfg *rest.Config, opts Options, out io.Writer) (*Result, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err

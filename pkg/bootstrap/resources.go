@@ -16,7 +16,7 @@ const (
 	DefaultLimitsCPU   = ""
 )
 
-// The syncer's measured memory cost (docs/performance.md, issue #15's memory scenario: ConfigMaps
+// The syncer's measured memory cost (docs/performance.md, the memory scenario: ConfigMaps
 // of about 1.2 KiB synced at the default flags, from 1,000 to 100,000 objects).
 const (
 	// MemoryBase is the RSS of a syncer with nothing selected: measured 52.7–53.2 MiB, rounded up

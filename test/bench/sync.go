@@ -93,7 +93,7 @@ func (b *bench) initialSync(ctx context.Context) error {
 		}
 		scenario := "initial sync " + sz.label
 		b.record(scenario, "bare client, create (limit)", "objects/s", limit, fmt.Sprintf("%d creates, %d workers, no throttling; first to last object", sz.w.n, limitWorkers))
-		b.record(scenario, "bare client, server-side apply", "objects/s", limitApply, "the same as server-side apply PATCHes, as the syncer updates (before issue #15 it also created so)")
+		b.record(scenario, "bare client, server-side apply", "objects/s", limitApply, "the same as server-side apply PATCHes, as the syncer updates (as it also created before creates became plain creates)")
 		b.record(scenario, "bare relay", "objects/s", relay, "upstream informer → create downstream; first to last object")
 		b.record(scenario, "syncer fill rate", "objects/s", oursFill, "first to last object downstream")
 		b.record(scenario, "syncer end to end", "objects/s", ours, "from process start to the last object")

@@ -174,7 +174,7 @@ func TestBootstrapLeastRBAC(t *testing.T) {
 }
 
 // TestBootstrapFailsFast: an unreachable endpoint and a user without permissions are clear errors
-// within seconds, not retries forever (kubestellar issue 1310).
+// within seconds, not retries forever (kubestellar/kubestellar#1310).
 func TestBootstrapFailsFast(t *testing.T) {
 	f := newFixture(t)
 	start := time.Now()
