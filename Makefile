@@ -68,7 +68,7 @@ kcp-bins: ## Build kcp and crd-puller once (about 8 minutes cold; seconds when c
 image: ## Build the OCI image without a container engine into _output/image/ (layout, docker load tarballs): IMAGE=<registry>/kubestellar-syncer:<tag>, IMAGE_PUSH=1 pushes it.
 	@IMAGE=$(IMAGE) IMAGE_PLATFORMS="$(IMAGE_PLATFORMS)" IMAGE_OUT=$(IMAGE_OUT) bash hack/build-image.sh
 
-image-check: image runc-bin ## Check the Dockerfile, then inspect the built image (config, every layer's files, static /syncer run as 65532) and run it in runc where this machine allows.
+image-check: image runc-bin ## Check the image's static binary, then inspect the built image (config, every layer's files, static /syncer run as 65532) and run it in runc.
 	@bash hack/image-check.sh
 	cd hack/image && IMAGE_OUT=$(abspath $(IMAGE_OUT)) IMAGE_EXPECT_PLATFORMS="$(IMAGE_PLATFORMS)" IMAGE_RUNTIME=$(RUNC_BIN) \
 	  IMAGE_EXPECT_REVISION=$${REVISION:-$$(git rev-parse HEAD 2>/dev/null)} $(GO) test -count=1 -v .
@@ -88,10 +88,12 @@ testenv-down: ## Stop exactly what `make testenv` started, remove what its node 
 GOLANGCI_LINT_VERSION ?= v2.15.0
 GOLANGCI_LINT ?= $(CACHE_DIR)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)-$(shell $(GO) env GOVERSION)
 
-lint: $(GOLANGCI_LINT) ## go vet, gofmt and golangci-lint (linters in .golangci.yml).
+lint: $(GOLANGCI_LINT) ## go vet, gofmt and golangci-lint (linters in .golangci.yml), on the module and on hack/image's.
 	$(GO) vet ./...
+	cd hack/image && $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GOLANGCI_LINT) run ./...
+	cd hack/image && $(GOLANGCI_LINT) run ./...
 
 $(GOLANGCI_LINT):
 	@echo "building golangci-lint $(GOLANGCI_LINT_VERSION) into $@ (once)"
@@ -156,10 +158,7 @@ IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
 IMAGE_OUT       ?= _output/image
 RUNC_BIN        ?= $(CACHE_DIR)/runc/runc
 
-.PHONY: image-docker runc-bin
-
-image-docker: ## Build the image from the Dockerfile with a Docker engine: make image-docker IMAGE=<registry>/kubestellar-syncer:<tag>
-	docker build -t $(IMAGE) .
+.PHONY: runc-bin
 
 runc-bin: ## Fetch runc from Debian's package (cached) for image-check to run the image in a container.
 	@RUNC_BIN=$(RUNC_BIN) bash hack/fetch-runc.sh

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubestellar/syncer/test/support"
+
 	logsapi "k8s.io/component-base/logs/api/v1"
 
 	"github.com/google/go-cmp/cmp"
@@ -53,7 +55,7 @@ func helmBin(t *testing.T) string {
 	t.Helper()
 	bin := os.Getenv("HELM_BIN")
 	if bin == "" {
-		t.Skip("HELM_BIN is not set: the chart tests run the real helm (`make helm-bin` builds it; `make test-unit` sets HELM_BIN)")
+		support.Skip(t, "HELM_BIN is not set: the chart tests run the real helm (`make helm-bin` builds it; `make test-unit` sets HELM_BIN)")
 	}
 	if fi, err := os.Stat(bin); err != nil || fi.IsDir() {
 		t.Fatalf("HELM_BIN=%q is not a file: %v", bin, err)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the syncer as the container image does: a static, stripped, reproducible linux/amd64 (or
 # $GOARCH) binary, its version and git revision stamped by hack/version-ldflags.sh (--version, the
-# build_info metric). Used by the Dockerfile and by `make image-check`.
+# build_info metric). Used by hack/build-image.sh and by `make image-check`.
 set -euo pipefail
 out=${1:?usage: build-static.sh <output path>}
 cd "$(dirname "$0")/.."

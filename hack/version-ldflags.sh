@@ -5,7 +5,7 @@
 # `git rev-parse HEAD` (empty outside one: pkg/version then says what the Go toolchain recorded).
 # VERSION and REVISION in the environment override both, e.g. for a release build:
 #   make build VERSION=v0.1.0
-# Used by `make build` and hack/build-static.sh (so by the Dockerfile and `make image-check`).
+# Used by `make build` and hack/build-static.sh (so by `make image` and `make image-check`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}

@@ -179,7 +179,7 @@ func TestAlertsAreExplained(t *testing.T) {
 func TestRulesWithPromtool(t *testing.T) {
 	promtool := os.Getenv("PROMTOOL_BIN")
 	if promtool == "" {
-		t.Skip("PROMTOOL_BIN is not set: skipping promtool check/test rules (`make prometheus-bin` builds promtool; test/e2e runs these checks too)")
+		support.Skip(t, "PROMTOOL_BIN is not set: skipping promtool check/test rules (`make prometheus-bin` builds promtool; test/e2e runs these checks too)")
 	}
 	if _, err := os.Stat(promtool); err != nil {
 		t.Fatalf("PROMTOOL_BIN=%q: %v", promtool, err)

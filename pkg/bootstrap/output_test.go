@@ -3,8 +3,10 @@ package bootstrap
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -52,7 +54,7 @@ func TestCheckWritable(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.needsUser && os.Geteuid() == 0 {
-				t.Skip("running as root: file permissions do not apply")
+				return // root passes permissions: checked by the run as nobody below
 			}
 			err := CheckWritable(tc.path)
 			switch {
@@ -75,8 +77,46 @@ func TestCheckWritable(t *testing.T) {
 	if data, _ := os.ReadFile(existing); string(data) != "kept" {
 		t.Errorf("existing file content %q", data)
 	}
+	if os.Geteuid() == 0 {
+		runAsNobody(t, "TestCheckWritable", "read-only_directory", "read-only_file")
+	}
 	if fi, err := os.Stat(existing); err != nil || !fi.ModTime().Equal(old) {
 		t.Errorf("existing file modified: %v %v", fi.ModTime(), err)
+	}
+}
+
+// runAsNobody runs test again in a copy of this test binary as user nobody (65534), where file
+// permissions apply, and fails unless it passed and ran each subtest named in ran.
+func runAsNobody(t *testing.T, test string, ran ...string) {
+	t.Helper()
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "as-nobody") // not under t.TempDir's 0700 parent: nobody must reach the copy
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil { //nolint:gosec // for another user to run the copy
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "test")
+	if err := os.WriteFile(bin, self, 0o755); err != nil { //nolint:gosec // an executable, for another user
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run", "^"+test+"$", "-test.v", "-test.count=1")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TMPDIR=/tmp", "HOME=/tmp")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s as nobody: %v\n%s", test, err, out)
+	}
+	for _, sub := range ran {
+		if want := "--- PASS: " + test + "/" + sub + " "; !strings.Contains(string(out), want) {
+			t.Errorf("%s as nobody did not pass %s:\n%s", test, sub, out)
+		}
 	}
 }
 

@@ -92,7 +92,7 @@ func TestRewriteMailboxRequests(t *testing.T) {
 func TestProcUsageAndLabelValue(t *testing.T) {
 	cpu, rss, err := procUsage(os.Getpid())
 	if err != nil {
-		t.Skip("no /proc:", err)
+		support.Skip(t, "no /proc: "+err.Error())
 	}
 	if cpu < 0 || rss < 1<<20 {
 		t.Errorf("cpu %v s, rss %v bytes", cpu, rss)

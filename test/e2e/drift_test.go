@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubestellar/syncer/test/support"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubestellar/syncer/test/testenv"
@@ -21,7 +23,7 @@ import (
 // corrected.
 func TestDriftReport(t *testing.T) {
 	if env.Node == nil {
-		t.Skip("the bed has no node (E2E_NODE=0)")
+		support.Skip(t, "the bed has no node (E2E_NODE=0)")
 	}
 	t.Parallel()
 	f := newFixture(t)

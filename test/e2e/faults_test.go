@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubestellar/syncer/test/support"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -208,7 +210,7 @@ func TestWriteLoopBacksOff(t *testing.T) {
 // CRD (kcp) accepts such a change; a kube upstream refuses it itself.
 func TestImmutableChangeRecreates(t *testing.T) {
 	if !upstreamIsKCP() {
-		t.Skip("a kube upstream refuses a Job template change itself: run with E2E_UPSTREAM=kcp, whose Jobs are CRD-served")
+		support.SkipBecause(t, "a kube upstream refuses a Job template change itself: run with E2E_UPSTREAM=kcp, whose Jobs are CRD-served")
 	}
 	f := newFixture(t)
 	ns := f.namespace("ns")

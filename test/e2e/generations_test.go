@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubestellar/syncer/test/support"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubestellar/syncer/test/testenv"
@@ -25,7 +27,7 @@ import (
 //     status is what the edge runs (generation 5). Once the edge takes it, generation 6 rolls out.
 func TestStatusGenerations(t *testing.T) {
 	if env.Node == nil {
-		t.Skip("the bed has no node (E2E_NODE=0)")
+		support.Skip(t, "the bed has no node (E2E_NODE=0)")
 	}
 	t.Parallel()
 	f := newFixture(t)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubestellar/syncer/test/support"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
@@ -96,7 +98,7 @@ func TestSystemObjectsIdle(t *testing.T) {
 // seconds. Until then the config's condition says the API is missing, not that its name is wrong.
 func TestAPIBoundAfterStart(t *testing.T) {
 	if !upstreamIsKCP() {
-		t.Skip("APIBindings are kcp's: run with E2E_UPSTREAM=kcp")
+		support.SkipBecause(t, "APIBindings are kcp's: run with E2E_UPSTREAM=kcp")
 	}
 	f := newFixture(t)
 	group := f.name + ".e2e.example.com"

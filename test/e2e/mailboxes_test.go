@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubestellar/syncer/test/support"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -55,7 +57,7 @@ func clusterOf(objs []unstructured.Unstructured) map[string][]string {
 // APIBinding from the virtual workspace and closes its path there.
 func TestKCPExportBed(t *testing.T) {
 	if !upstreamIsKCP() {
-		t.Skip(skipUnlessKCPExport)
+		support.SkipBecause(t, skipUnlessKCPExport)
 	}
 	f := newFixture(t)
 	bed, err := env.SetUpKCPExport(f.ctx, testenv.KCPExportOptions{Prefix: "mwbed", Mailboxes: 2})
@@ -174,7 +176,7 @@ func (m *mailbox) edgeObjects() []edgeRef {
 // while the syncer runs, and so does one unbinding while it is stopped, the others untouched.
 func TestManyMailboxes(t *testing.T) {
 	if !upstreamIsKCP() {
-		t.Skip(skipUnlessKCPExport)
+		support.SkipBecause(t, skipUnlessKCPExport)
 	}
 	f := newFixture(t)
 	bed, err := env.SetUpKCPExport(f.ctx, testenv.KCPExportOptions{Prefix: "mw", Mailboxes: 3})

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubestellar/syncer/test/support"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,7 +34,7 @@ import (
 func TestNode(t *testing.T) {
 	n := env.Node
 	if n == nil {
-		t.Skip("the bed has no node (E2E_NODE=0)")
+		support.Skip(t, "the bed has no node (E2E_NODE=0)")
 	}
 	f := newFixture(t)
 	cs := f.down.kube

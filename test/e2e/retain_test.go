@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubestellar/syncer/test/support"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -70,7 +72,7 @@ func TestRetainFields(t *testing.T) {
 // autoscaler goes, the upstream replicas come back.
 func TestAutoscalerOwnsReplicas(t *testing.T) {
 	if env.Node == nil {
-		t.Skip("the bed has no node (E2E_NODE=0)")
+		support.Skip(t, "the bed has no node (E2E_NODE=0)")
 	}
 	t.Parallel()
 	f := newFixture(t)

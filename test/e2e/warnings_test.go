@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubestellar/syncer/test/support"
+
 	"github.com/kubestellar/syncer/test/testenv"
 )
 
@@ -18,7 +20,7 @@ import (
 //     upstream.
 func TestEdgeWarningsUpstream(t *testing.T) {
 	if env.Node == nil {
-		t.Skip("the bed has no node (E2E_NODE=0)")
+		support.Skip(t, "the bed has no node (E2E_NODE=0)")
 	}
 	t.Parallel()
 	f := newFixture(t)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubestellar/syncer/test/support"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -43,7 +45,7 @@ const podTimeout = 90 * time.Second
 // having rewritten at the edge what the edge's controllers wrote there.
 func TestWorkloads(t *testing.T) {
 	if env.Node == nil {
-		t.Skip("the bed has no node (E2E_NODE=0)")
+		support.Skip(t, "the bed has no node (E2E_NODE=0)")
 	}
 	f := newFixture(t)
 	web, job, ds, broken := f.namespace("web"), f.namespace("job"), f.namespace("ds"), f.namespace("broken")
