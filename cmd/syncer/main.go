@@ -25,7 +25,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -123,6 +122,7 @@ func run(opts *options.Options, stdout, stderr io.Writer) error {
 	clientmetrics.Register(m.ClientGoHooks()) // client-go's hooks are process-wide: set once, here
 	// The metrics address's reviews are not the syncer's traffic: not counted, nor taken for reachability.
 	reviews := rest.CopyConfig(downCfg)
+	reviews.QPS, reviews.Burst = 20, 40 // a flood of requests to the metrics address cannot flood the edge
 	// Each request is counted, then timed out and followed for the side's reachability.
 	reach := reachability.New(reg, syncer.Upstream, syncer.Downstream)
 	upCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
@@ -299,7 +299,7 @@ func server(what, addr string, mux http.Handler, tlsConfig *tls.Config) (compone
 	if tlsConfig != nil {
 		ln = tls.NewListener(ln, tlsConfig)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	return component{name: what, run: func(ctx context.Context) error {
 		klog.FromContext(ctx).Info("Serving "+what, "address", ln.Addr().String(), "tls", tlsConfig != nil)
 		failed := make(chan error, 1)
@@ -353,9 +353,9 @@ func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics
 	}
 	return syncer.Config{
 		UpstreamDynamic:        upDyn,
-		UpstreamDiscovery:      memory.NewMemCacheClient(upDisc),
+		UpstreamDiscovery:      syncer.NewDiscovery(upDisc),
 		DownstreamDynamic:      downDyn,
-		DownstreamDiscovery:    memory.NewMemCacheClient(downDisc),
+		DownstreamDiscovery:    syncer.NewDiscovery(downDisc),
 		SyncTargetName:         opts.SyncTargetName,
 		Workers:                opts.Workers,
 		StatusWorkers:          opts.StatusWorkers,

@@ -48,8 +48,8 @@ type Breaker struct {
 	tripped bool
 	since   time.Time
 	held    map[framework.Key]struct{}
-	// allowance is how many deletions go through uncounted after a release (the released ones).
-	allowance int
+	// released are the deletions a release let go: each goes through once, uncounted.
+	released map[framework.Key]struct{}
 	// baseline are the release annotations as they were when the breaker tripped: only a release
 	// made since counts.
 	baseline map[string]string
@@ -71,7 +71,7 @@ func New(opts Options, owned func() int, releases func() map[string]string, now 
 		now = time.Now
 	}
 	return &Breaker{opts: opts, owned: owned, releases: releases, now: now, held: map[framework.Key]struct{}{},
-		pending: map[framework.Key]time.Time{}, refused: map[string]string{}}
+		pending: map[framework.Key]time.Time{}, refused: map[string]string{}, released: map[framework.Key]struct{}{}}
 }
 
 // Allow tells whether the deletion of key may go ahead now: ok, or to be asked again after wait (it
@@ -83,13 +83,13 @@ func (b *Breaker) Allow(key framework.Key) (ok bool, wait time.Duration, tripped
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if _, ok := b.released[key]; ok { // acknowledged: goes, even if a later burst tripped it again
+		delete(b.released, key)
+		return true, 0, false
+	}
 	if b.tripped {
 		b.held[key] = struct{}{}
 		return false, 0, false
-	}
-	if b.allowance > 0 {
-		b.allowance--
-		return true, 0, false
 	}
 	now := b.now()
 	cut := 0
@@ -126,6 +126,7 @@ func (b *Breaker) Forget(key framework.Key) {
 	_, wasHeld := b.held[key]
 	delete(b.held, key)
 	delete(b.pending, key)
+	delete(b.released, key)
 	if wasHeld && b.tripped && len(b.held) == 0 {
 		b.tripped, b.baseline, b.refused = false, nil, map[string]string{}
 	}
@@ -214,7 +215,9 @@ func (b *Breaker) Consider(releases map[string]string) ([]framework.Key, []Refus
 			keys = append(keys, k)
 		}
 		b.tripped, b.held, b.recent, b.baseline, b.refused = false, map[framework.Key]struct{}{}, nil, nil, map[string]string{}
-		b.allowance = len(keys)
+		for _, k := range keys {
+			b.released[k] = struct{}{}
+		}
 		return keys, nil
 	}
 	return nil, refusals

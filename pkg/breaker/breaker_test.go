@@ -161,3 +161,21 @@ func TestUndoingTheChangeEndsTheHold(t *testing.T) {
 		t.Errorf("%d of 10 later deletions made; want all", n)
 	}
 }
+
+// TestAReleaseLetsGoTheHeldOnly: a release lets the deletions it released through, uncounted, and no
+// others: a new burst right after trips the breaker again.
+func TestAReleaseLetsGoTheHeldOnly(t *testing.T) {
+	tb := newBed(50, 20, 100)
+	if n := tb.deleted(0, 300, time.Millisecond); n != 0 {
+		t.Fatalf("%d of 300 deletions made; want none", n)
+	}
+	if got, _ := tb.b.Consider(map[string]string{"shop": "300"}); len(got) != 300 {
+		t.Fatalf("released %d; want 300", len(got))
+	}
+	if n := tb.deleted(1000, 60, time.Millisecond); n != 0 {
+		t.Errorf("%d of a new burst of 60 made right after a release of other deletions; want none (held)", n)
+	}
+	if n := tb.deleted(0, 300, 0); n != 300 {
+		t.Errorf("%d of the 300 released deletions made; want all", n)
+	}
+}

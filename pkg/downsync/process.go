@@ -144,6 +144,9 @@ func (c *Controller) deleteUnrenamed(ctx context.Context, key framework.Key, r R
 func (c *Controller) delete(ctx context.Context, key framework.Key, r Resource, downObj *unstructured.Unstructured) (time.Duration, error) {
 	c.cfg.Report.Forget(key) // nothing to report unless it would be deleted (below)
 	c.recordDrift(key, "")
+	if c.cfg.Deletions != nil && !c.deletable(downObj) {
+		c.cfg.Deletions.Forget(key) // no deletion due for it (any more), if one was held
+	}
 	switch {
 	case downObj == nil:
 		klog.FromContext(ctx).V(logging.Skip).Info("Not wanted, and no edge object to delete")
@@ -186,6 +189,13 @@ func (c *Controller) delete(ctx context.Context, key framework.Key, r Resource, 
 	client := c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace)
 	_, err := c.writes.DeleteOwned(ctx, client, key, downObj, "Deleted downstream object")
 	return 0, err
+}
+
+// deletable tells whether an edge object is one delete would delete (were the breaker and report-only
+// to let it): there, owned by this syncer (or workspace), not going already, not kept by its marks.
+func (c *Controller) deletable(downObj *unstructured.Unstructured) bool {
+	return downObj != nil && mapping.OwnedDownstream(downObj) && downObj.GetDeletionTimestamp() == nil && c.ours(downObj) &&
+		!mapping.CreateOnly(downObj) && !mapping.KeepOnDelete(downObj)
 }
 
 // upstreamOf is what the selection matches of an edge copy whose upstream object is gone: its

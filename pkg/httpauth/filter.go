@@ -23,8 +23,12 @@ const (
 	// take effect within them.
 	allowedFor = time.Minute
 	deniedFor  = 10 * time.Second
-	// maxDecisions bounds the cache: past it, expired decisions go, and if none has expired, all.
+	// maxDecisions bounds each of the two caches (admissions, refusals): past it, expired decisions
+	// go, and if none has expired, all of that cache (junk tokens flush the refusals only).
 	maxDecisions = 1024
+	// reviewTimeout bounds the reviews of one request: a hung edge apiserver is a 503, not a request
+	// held open.
+	reviewTimeout = 10 * time.Second
 )
 
 // Filter admits a request when its bearer token is valid at the edge and its user may use the
@@ -33,8 +37,8 @@ type Filter struct {
 	client kubernetes.Interface
 	now    func() time.Time
 
-	mu        sync.Mutex
-	decisions map[[sha256.Size]byte]decision
+	mu                sync.Mutex
+	admitted, refused map[[sha256.Size]byte]decision
 }
 
 // decision is the outcome of reviewing one token for one verb and path.
@@ -47,21 +51,21 @@ type decision struct {
 
 // NewFilter reviews tokens through client (the edge's: TokenReview and SubjectAccessReview create).
 func NewFilter(client kubernetes.Interface) *Filter {
-	return &Filter{client: client, now: time.Now, decisions: map[[sha256.Size]byte]decision{}}
+	return &Filter{client: client, now: time.Now, admitted: map[[sha256.Size]byte]decision{}, refused: map[[sha256.Size]byte]decision{}}
 }
 
 // Wrap serves next to the requests the filter admits; the others get 401 (no valid token) or 403
 // (not allowed), and a review that could not be made 503 (the edge apiserver did not answer).
 func (f *Filter) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || strings.TrimSpace(token) == "" {
+		token, ok := bearer(r.Header.Get("Authorization"))
+		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="kubestellar-syncer"`)
 			http.Error(w, "Unauthorized: send a bearer token of the edge cluster (a ServiceAccount token) allowed to get "+r.URL.Path, http.StatusUnauthorized)
 			return
 		}
 		verb := strings.ToLower(r.Method)
-		d, err := f.decide(r.Context(), strings.TrimSpace(token), verb, r.URL.Path)
+		d, err := f.decide(r.Context(), token, verb, r.URL.Path)
 		if err != nil {
 			klog.FromContext(r.Context()).Error(err, "Could not review a request to the metrics address", "path", r.URL.Path)
 			http.Error(w, "Service Unavailable: the edge apiserver could not review the token", http.StatusServiceUnavailable)
@@ -80,38 +84,68 @@ func (f *Filter) Wrap(next http.Handler) http.Handler {
 	})
 }
 
-// decide reviews token for verb on path, or reuses a decision made within its lifetime.
+// bearer is the token of an Authorization header of the Bearer scheme (any case, as RFC 7235 has it).
+func bearer(header string) (string, bool) {
+	fields := strings.Fields(header)
+	if len(fields) != 2 || !strings.EqualFold(fields[0], "Bearer") {
+		return "", false
+	}
+	return fields[1], true
+}
+
+// decide reviews token for verb on path, or reuses a decision made within its lifetime: a token
+// found invalid is refused for every path, an admission or a refusal of access holds for its path.
 func (f *Filter) decide(ctx context.Context, token, verb, path string) (decision, error) {
+	anyPath := sha256.Sum256([]byte(token))
 	key := sha256.Sum256([]byte(verb + "\x00" + path + "\x00" + token))
 	now := f.now()
 	f.mu.Lock()
-	d, ok := f.decisions[key]
+	d, ok := f.admitted[key]
+	if !ok {
+		if d, ok = f.refused[anyPath]; !ok {
+			d, ok = f.refused[key]
+		}
+	}
 	f.mu.Unlock()
 	if ok && now.Before(d.expires) {
 		return d, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
+	defer cancel()
 	d, err := f.review(ctx, token, verb, path)
 	if err != nil {
 		return decision{}, err
 	}
-	d.expires = now.Add(deniedFor)
-	if d.code == http.StatusOK {
-		d.expires = now.Add(allowedFor)
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.decisions) >= maxDecisions {
-		for k, old := range f.decisions {
+	switch d.code {
+	case http.StatusOK:
+		d.expires = now.Add(allowedFor)
+		f.admitted = remember(f.admitted, key, d, now)
+	case http.StatusUnauthorized:
+		d.expires = now.Add(deniedFor)
+		f.refused = remember(f.refused, anyPath, d, now)
+	default:
+		d.expires = now.Add(deniedFor)
+		f.refused = remember(f.refused, key, d, now)
+	}
+	return d, nil
+}
+
+// remember adds a decision to a cache, making room first: the expired go, then, if none had, all.
+func remember(cache map[[sha256.Size]byte]decision, key [sha256.Size]byte, d decision, now time.Time) map[[sha256.Size]byte]decision {
+	if len(cache) >= maxDecisions {
+		for k, old := range cache {
 			if !now.Before(old.expires) {
-				delete(f.decisions, k)
+				delete(cache, k)
 			}
 		}
-		if len(f.decisions) >= maxDecisions {
-			f.decisions = map[[sha256.Size]byte]decision{}
+		if len(cache) >= maxDecisions {
+			cache = map[[sha256.Size]byte]decision{}
 		}
 	}
-	f.decisions[key] = d
-	return d, nil
+	cache[key] = d
+	return cache
 }
 
 // review asks the edge apiserver who the token's user is, then whether that user may use verb on
@@ -123,11 +157,9 @@ func (f *Filter) review(ctx context.Context, token, verb, path string) (decision
 		return decision{}, fmt.Errorf("TokenReview: %w", err)
 	}
 	if !tr.Status.Authenticated {
-		reason := "the token is not valid at the edge"
-		if tr.Status.Error != "" {
-			reason += ": " + tr.Status.Error
-		}
-		return decision{code: http.StatusUnauthorized, reason: reason}, nil
+		// The apiserver's detail stays in the log (-v=4), not in the answer to an unknown caller.
+		klog.FromContext(ctx).V(logging.Skip).Info("A token sent to the metrics address is not valid at the edge", "detail", tr.Status.Error)
+		return decision{code: http.StatusUnauthorized, reason: "the token is not valid at the edge"}, nil
 	}
 	u := tr.Status.User
 	extra := map[string]authorizationv1.ExtraValue{}

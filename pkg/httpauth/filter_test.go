@@ -2,6 +2,7 @@ package httpauth
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -102,19 +103,41 @@ func TestFilter(t *testing.T) {
 	}
 }
 
-// TestFilterBoundsItsCache: past maxDecisions distinct tokens the cache starts again instead of
-// growing.
+// TestFilterBoundsItsCache: past maxDecisions distinct junk tokens the refusals start again instead
+// of growing, and the admissions stay: a flood of junk costs a scraper nothing.
 func TestFilterBoundsItsCache(t *testing.T) {
 	down := false
-	client, _ := edge(t, &down)
+	client, reviews := edge(t, &down)
 	f := NewFilter(client)
-	h := f.Wrap(http.NotFoundHandler())
-	for i := range maxDecisions + 10 {
-		r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
-		r.Header.Set("Authorization", "Bearer forged-"+string(rune('a'+i%26))+time.Duration(i).String())
-		h.ServeHTTP(httptest.NewRecorder(), r)
+	h := f.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	get := func(path, header string) int {
+		r := httptest.NewRequest(http.MethodGet, path, nil)
+		r.Header.Set("Authorization", header)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
 	}
-	if n := len(f.decisions); n > maxDecisions {
-		t.Errorf("%d decisions cached, want at most %d", n, maxDecisions)
+	if code := get("/metrics", "bearer  scraper"); code != http.StatusOK { // the scheme in any case, spaces
+		t.Fatalf("the scraper with a lowercase scheme: %d", code)
+	}
+	for i := range maxDecisions + 10 {
+		get("/metrics", fmt.Sprintf("Bearer forged-%d", i))
+	}
+	if n := len(f.refused); n > maxDecisions {
+		t.Errorf("%d refusals cached, want at most %d", n, maxDecisions)
+	}
+	made := *reviews
+	if code := get("/metrics", "Bearer scraper"); code != http.StatusOK || *reviews != made {
+		t.Errorf("after a flood of junk tokens the scraper got %d with %d new reviews; want 200 from the cache", code, *reviews-made)
+	}
+	get("/metrics", "Bearer forged-again")
+	made = *reviews
+	if code := get("/report", "Bearer forged-again"); code != http.StatusUnauthorized || *reviews != made {
+		t.Errorf("an invalid token on another path: %d with %d new reviews; want 401 from the cache", code, *reviews-made)
+	}
+	for _, header := range []string{"Basic abc", "Bearer", "Bearer a b"} {
+		if code := get("/metrics", header); code != http.StatusUnauthorized {
+			t.Errorf("Authorization %q: %d, want 401", header, code)
+		}
 	}
 }

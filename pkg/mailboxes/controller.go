@@ -15,7 +15,6 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -50,7 +49,7 @@ type Config struct {
 	// Downstream and DownstreamDiscovery talk to the edge; the discovery client caches (see
 	// syncer.Config) and every workspace's engine shares it.
 	Downstream          dynamic.Interface
-	DownstreamDiscovery discovery.CachedDiscoveryInterface
+	DownstreamDiscovery *syncer.Discovery
 	// Engine is the template of every workspace's engine: workers, periods, sync target, metrics;
 	// the clients, sources and cluster are filled in per workspace.
 	Engine syncer.Config
@@ -75,8 +74,8 @@ type Controller struct {
 	downHub *informermanager.Hub
 	// upDisc and downDisc are every engine's discovery: one walk per invalidation, whichever engine
 	// invalidated, however many resolve at once.
-	upDisc   discovery.CachedDiscoveryInterface
-	downDisc discovery.CachedDiscoveryInterface
+	upDisc   *syncer.Discovery
+	downDisc *syncer.Discovery
 	bindings framework.Cache
 	engines  map[logicalcluster.Name]*engine
 	// marked are the workspaces with objects at the edge found at start, and the resources holding them.
@@ -215,7 +214,7 @@ func (c *Controller) connect(url string) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.vw, c.client, c.upDisc = vw, client, memory.NewMemCacheClient(disc)
+	c.vw, c.client, c.upDisc = vw, client, syncer.NewDiscovery(disc)
 	c.upHub = informermanager.NewHub(informermanager.HubOptions{Side: syncer.Upstream,
 		Lister: func(gvr schema.GroupVersionResource) informermanager.Lister { return client.Resource(gvr) },
 		// Keyed by logical cluster, namespace and name: two workspaces have objects of one name. Lists
@@ -235,6 +234,9 @@ func (c *Controller) bindingsResource() (schema.GroupVersionResource, error) {
 	groups, err := c.upDisc.ServerGroups()
 	if err != nil {
 		return schema.GroupVersionResource{}, fmt.Errorf("virtual workspace discovery: %w", err)
+	}
+	if groups == nil {
+		return schema.GroupVersionResource{}, fmt.Errorf("the virtual workspace serves no API group")
 	}
 	for _, g := range groups.Groups {
 		if g.Name == apiBindingsGR.Group {

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/discovery/cached/memory"
 	discoveryfake "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/rest"
@@ -237,14 +236,15 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// TestSharedDiscovery: engines reading the one caching discovery client the controller gives them
-// all (client-go's memory cache) cause one walk per invalidation, however many read at once.
+// TestSharedDiscovery: engines reading the one syncer.Discovery the controller gives them all cause
+// one walk, however many read at once and however many invalidated it before (every engine
+// invalidates on the same CRD event).
 func TestSharedDiscovery(t *testing.T) {
 	fake := &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{Resources: []*metav1.APIResourceList{
 		{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "configmaps", Namespaced: true, Kind: "ConfigMap", Verbs: []string{"list"}}}},
 		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{{Name: "deployments", Namespaced: true, Kind: "Deployment", Verbs: []string{"list"}}}},
 	}}}
-	d := memory.NewMemCacheClient(fake)
+	d := syncer.NewDiscovery(fake)
 	walk := func(engines int) {
 		var wg sync.WaitGroup
 		for range engines {
@@ -279,7 +279,7 @@ func TestRunStopsEverything(t *testing.T) {
 	defer refuse.Close()
 	edge := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
 	c, err := NewController(Config{Provider: &rest.Config{Host: refuse.URL}, EndpointSlice: "slice", Downstream: edge,
-		DownstreamDiscovery: memory.NewMemCacheClient(&discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{}}),
+		DownstreamDiscovery: syncer.NewDiscovery(&discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{}}),
 		Engine:              syncer.Config{Metrics: metrics.New(prometheus.NewRegistry())}})
 	if err != nil {
 		t.Fatal(err)

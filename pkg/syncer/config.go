@@ -6,7 +6,6 @@ import (
 	"github.com/kubestellar/syncer/pkg/report"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/record"
 
@@ -24,14 +23,13 @@ const DefaultFieldManager = framework.DefaultFieldManager
 type Config struct {
 	// UpstreamDynamic and UpstreamDiscovery talk to the mailbox workspace.
 	UpstreamDynamic dynamic.Interface
-	// UpstreamDiscovery and DownstreamDiscovery are caching discovery clients
-	// (memory.NewMemCacheClient): kcp serves no aggregated discovery, so a walk costs a request per
-	// group version. The engine invalidates them when an API may have changed (a CRD or an APIBinding
-	// event, DiscoveryRefreshPeriod); engines that share one walk it once per invalidation.
-	UpstreamDiscovery discovery.CachedDiscoveryInterface
+	// UpstreamDiscovery and DownstreamDiscovery are each side's cached discovery (NewDiscovery). The
+	// engine invalidates them when an API may have changed (a CRD or an APIBinding event,
+	// DiscoveryRefreshPeriod); engines that share them walk once per change.
+	UpstreamDiscovery *Discovery
 	// DownstreamDynamic and DownstreamDiscovery talk to the edge cluster.
 	DownstreamDynamic   dynamic.Interface
-	DownstreamDiscovery discovery.CachedDiscoveryInterface
+	DownstreamDiscovery *Discovery
 
 	// SyncTargetName identifies the syncer; it becomes the value of the owner label downstream.
 	SyncTargetName string

@@ -54,11 +54,6 @@ type Syncer struct {
 
 	up, down *informermanager.Manager
 
-	// rediscover: an API may have changed since discovery was read; the next resolve invalidates
-	// both sides' discovery first (an event handler only sets it: an invalidation waits for a walk
-	// under way).
-	rediscover atomic.Bool
-
 	// The informers whose events ask for a resolve (the triggers), run by the managers: the
 	// SyncerConfigs; the EdgeSyncConfigs once discovery shows them served (the CRD is optional: nil
 	// until then, set by the resolver goroutine); CRDs on both sides (none upstream through a Source:
@@ -328,7 +323,8 @@ func (s *Syncer) Run(ctx context.Context) error {
 // net for APIs that appear without any event the triggers see (aggregated APIs, say).
 func (s *Syncer) refreshDiscovery(ctx context.Context, period time.Duration) {
 	framework.Every(ctx, period, func() {
-		s.rediscover.Store(true)
+		s.cfg.UpstreamDiscovery.Invalidate()
+		s.cfg.DownstreamDiscovery.Invalidate()
 		s.Resolve()
 	})
 }
@@ -337,10 +333,6 @@ func (s *Syncer) refreshDiscovery(ctx context.Context, period time.Duration) {
 // the controllers brought in line.
 func (s *Syncer) resolveOnce(ctx context.Context, _ string) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
-	if s.rediscover.Swap(false) {
-		s.cfg.UpstreamDiscovery.Invalidate()
-		s.cfg.DownstreamDiscovery.Invalidate()
-	}
 	old := s.snapshot()
 	next, err := s.resolver.resolve(ctx, old)
 	switch {

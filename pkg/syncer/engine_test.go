@@ -2,7 +2,6 @@ package syncer
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,8 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	discoveryfake "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -27,7 +24,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/metrics"
 )
 
-func fakeSide(objs ...runtime.Object) (*dynamicfake.FakeDynamicClient, discovery.CachedDiscoveryInterface) {
+func fakeSide(objs ...runtime.Object) (*dynamicfake.FakeDynamicClient, *Discovery, *discoveryfake.FakeDiscovery) {
 	kinds := map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList", secretGVR: "SecretList", namespaceGVR: "NamespaceList",
 		crdGVR: "CustomResourceDefinitionList", edgev1.SyncerConfigResource: "SyncerConfigList",
 		autoscale.HorizontalPodAutoscalers: "HorizontalPodAutoscalerList"}
@@ -36,18 +33,7 @@ func fakeSide(objs ...runtime.Object) (*dynamicfake.FakeDynamicClient, discovery
 		{Name: "configmaps", Kind: "ConfigMap", Namespaced: true, Verbs: verbs},
 		{Name: "namespaces", Kind: "Namespace", Verbs: verbs},
 	}}}}}
-	return client, memory.NewMemCacheClient(disc)
-}
-
-// countingDiscovery counts the invalidations of a caching discovery client.
-type countingDiscovery struct {
-	discovery.CachedDiscoveryInterface
-	invalidated atomic.Int32
-}
-
-func (d *countingDiscovery) Invalidate() {
-	d.invalidated.Add(1)
-	d.CachedDiscoveryInterface.Invalidate()
+	return client, NewDiscovery(disc), disc
 }
 
 // TestRunStopsEverything: when Run returns, every goroutine it started has exited (workers, resolver,
@@ -57,9 +43,8 @@ func TestRunStopsEverything(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	cfg := &unstructured.Unstructured{}
 	cfg.SetUnstructuredContent(syncerConfig("a", namespaceScope([]interface{}{"demo"}, "configmaps")).Object)
-	up, upCached := fakeSide(cfg, ownedCM("demo", "x"))
-	down, downCached := fakeSide()
-	upDisc, downDisc := &countingDiscovery{CachedDiscoveryInterface: upCached}, &countingDiscovery{CachedDiscoveryInterface: downCached}
+	up, upDisc, upFake := fakeSide(cfg, ownedCM("demo", "x"))
+	down, downDisc, downFake := fakeSide()
 	s, err := New(Config{UpstreamDynamic: up, UpstreamDiscovery: upDisc, DownstreamDynamic: down, DownstreamDiscovery: downDisc,
 		SyncTargetName: "edge1", Workers: 2, StatusWorkers: 1, UpsyncWorkers: 1, HeartbeatPeriod: 50 * time.Millisecond,
 		DiscoveryRefreshPeriod: 50 * time.Millisecond, Metrics: metrics.New(prometheus.NewRegistry())})
@@ -71,10 +56,12 @@ func TestRunStopsEverything(t *testing.T) {
 	go func() { done <- s.Run(ctx) }()
 	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		// Ready, and the refresh period has made a resolve read both sides' discovery anew.
-		return s.Ready() == nil && len(s.up.Running()) == 2 && upDisc.invalidated.Load() > 0 && downDisc.invalidated.Load() > 0, nil
+		// One walk is the group list and one group version: more than that, and the refresh period
+		// has made a resolve read discovery anew.
+		return s.Ready() == nil && len(s.up.Running()) == 2 && len(upFake.Actions()) > 2 && len(downFake.Actions()) > 2, nil
 	}); err != nil {
-		t.Fatalf("never ready: %v; running upstream %v; invalidated %d, %d", s.Ready(), s.up.Running(),
-			upDisc.invalidated.Load(), downDisc.invalidated.Load())
+		t.Fatalf("never ready: %v; running upstream %v; discovery requests %d, %d", s.Ready(), s.up.Running(),
+			len(upFake.Actions()), len(downFake.Actions()))
 	}
 	cancel()
 	select {

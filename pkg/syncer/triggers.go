@@ -79,7 +79,8 @@ func (s *Syncer) watchEdgeSyncConfigs(ctx context.Context, served bool) (listed 
 func (s *Syncer) trigger(rediscover bool, changed func(oldObj, newObj interface{}) bool) cache.ResourceEventHandler {
 	enqueue := func() {
 		if rediscover {
-			s.rediscover.Store(true)
+			s.cfg.UpstreamDiscovery.Invalidate() // marks only: never waits on a walk
+			s.cfg.DownstreamDiscovery.Invalidate()
 		}
 		s.resolveQueue.AddAfter(resolveKey, resolveDelay)
 	}

@@ -160,7 +160,7 @@ func (d *syncerDeployment) get(pod corev1.Pod, port int, path string) (int, stri
 // getAs GETs a path of a pod's port with a bearer token (over HTTPS) or without one (plain HTTP on
 // the probes' port, HTTPS on the metrics port).
 func (d *syncerDeployment) getAs(pod corev1.Pod, port int, path, token string) (int, string, error) {
-	c := http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+	c := http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, // one client per call: leave no connection open
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the syncer's self-signed certificate
 	scheme := "http"
 	if port == bootstrap.MetricsPort {
