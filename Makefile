@@ -41,6 +41,8 @@ build: ## Build the binaries into bin/, stamped with `git describe` and the comm
 	$(GO) build -ldflags "$$(bash hack/version-ldflags.sh)" -o bin/ ./cmd/...
 	@# kubectl (v1.26+) completes `kubectl kubestellar syncer-gen` by running this link (see docs/install.md).
 	@ln -sf kubectl-kubestellar-syncer_gen bin/kubectl_complete-kubestellar-syncer_gen
+	@# `kubectl kubestellar sign` runs kubectl-kubestellar-sign: the same binary, answering to that name.
+	@ln -sf kubectl-kubestellar-syncer_gen bin/kubectl-kubestellar-sign
 
 test: lint test-unit image-check test-e2e ## Everything CI runs.
 

@@ -654,6 +654,9 @@ func TestChartRefuses(t *testing.T) {
 		{"ServiceMonitor without Service", append(requiredValues(), "--set", "metrics.serviceMonitor.enabled=true"), "metrics.serviceMonitor.enabled needs metrics.service.enabled"},
 		{"PDB blocking every eviction", append(requiredValues(), "--set", "podDisruptionBudget.enabled=true"), "would block every voluntary eviction"},
 		{"existing ServiceAccount without a name", append(requiredValues(), "--set", "serviceAccount.create=false"), "serviceAccount.name is required"},
+		{"signatures without keys", append(requiredValues(), "--set", "signatures.policy=Enforce"), "signatures.policy Enforce needs signatures.publicKeys"},
+		{"an unknown signature policy", append(requiredValues(), "--set", "signatures.policy=Strict"), `signatures.policy "Strict": want Off, Warn or Enforce`},
+		{"a metrics certificate without secure metrics", append(requiredValues(), "--set", "metrics.secure=false", "--set", "metrics.certSecret=tls"), "metrics.certSecret needs metrics.secure"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, err := helm(t, append([]string{"template", release, chartDir, "--namespace", namespace}, c.values...)...)
@@ -688,6 +691,7 @@ func TestChartMatchesSyncerGen(t *testing.T) {
 	chosen.Image, chosen.Replicas, chosen.QPS, chosen.Burst, chosen.Verbosity = "registry.example.com/ks/syncer:v2.0.1", 3, 50.5, 99, 4
 	chosen.Rules = bootstrap.DownstreamRules(bootstrap.RBACLeast, nil)
 	chosen.SyncerConfigSelector = "example.com/mailbox=florin"
+	chosen.SignaturePolicy, chosen.SignatureKeys = "Enforce", []byte("-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA\n-----END PUBLIC KEY-----\n")
 	resources, err := bootstrap.Resources{RequestsCPU: "250m", LimitsCPU: "1", LimitsMemory: "512Mi"}.Requirements()
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubestellar/syncer/pkg/bootstrap"
 	"github.com/kubestellar/syncer/pkg/legacyflags"
+	"github.com/kubestellar/syncer/pkg/signature"
 	"github.com/kubestellar/syncer/pkg/version"
 )
 
@@ -64,6 +65,8 @@ type options struct {
 	// its klog flags.
 	labels     []string
 	legacyLogs func() error
+	// signatureKeyFiles are --signature-public-keys, read into Options.SignatureKeys.
+	signatureKeyFiles []string
 }
 
 func newOptions() *options {
@@ -102,6 +105,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.resources.LimitsMemory, "limits-memory", o.resources.LimitsMemory, "Memory limit of the syncer container; empty: none. Default: derived from --expected-objects.")
 	fs.DurationVar(&o.Lifetime, "lifetime", o.Lifetime, "Lifetime of the upstream token (TokenRequest); the server may grant less.")
 	fs.StringVar(&o.RBAC, "rbac", o.RBAC, `"broad": the syncer may read and write anything on both sides, so any later SyncerConfig works; "least": only what the current SyncerConfigs need (run syncer-gen again after changing them).`)
+	fs.StringVar(&o.SignaturePolicy, "signature-policy", "Off", "The syncer's --signature-policy: Off, Warn or Enforce (apply only what a key of --signature-public-keys signed: kubectl kubestellar sign).")
+	fs.StringSliceVar(&o.signatureKeyFiles, "signature-public-keys", nil, "PEM ed25519 public keys (files) the syncer verifies signatures with, held at the edge in the Secret <id>-signature-keys (several for a rotation: re-run syncer-gen and apply; the syncer reads them again without a restart). Required unless --signature-policy=Off.")
 	fs.BoolVar(&o.version, "version", false, "Print the version, git revision, Go version and platform, and exit.")
 	fs.BoolP("help", "h", false, "Print this help and exit.")
 	// Release-0.14 command lines keep working.
@@ -173,12 +178,44 @@ func (o *options) complete(fs *pflag.FlagSet) error {
 			return fmt.Errorf("--labels %q: want key=value labels", l)
 		}
 	}
+	if err := o.readSignatureKeys(); err != nil {
+		return err
+	}
 	derived := bootstrap.ResourcesFor(o.expectedObjects)
 	if !fs.Changed("requests-memory") {
 		o.resources.RequestsMemory = derived.RequestsMemory
 	}
 	if !fs.Changed("limits-memory") {
 		o.resources.LimitsMemory = derived.LimitsMemory
+	}
+	return nil
+}
+
+// readSignatureKeys checks the signature policy and reads the public keys it needs.
+func (o *options) readSignatureKeys() error {
+	policy, err := signature.ParsePolicy(o.SignaturePolicy)
+	if err != nil {
+		return fmt.Errorf("--signature-policy: %w", err)
+	}
+	o.SignaturePolicy = string(policy)
+	switch {
+	case policy == signature.Off && len(o.signatureKeyFiles) > 0:
+		return fmt.Errorf("--signature-public-keys needs --signature-policy Warn or Enforce")
+	case policy == signature.Off:
+		return nil
+	case len(o.signatureKeyFiles) == 0:
+		return fmt.Errorf("--signature-policy %s needs --signature-public-keys", policy)
+	}
+	if _, err := signature.NewTrust(policy, o.signatureKeyFiles); err != nil { // they parse, and hold a key
+		return fmt.Errorf("--signature-public-keys: %w", err)
+	}
+	o.SignatureKeys = nil
+	for _, f := range o.signatureKeyFiles {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("--signature-public-keys: %w", err)
+		}
+		o.SignatureKeys = append(append(o.SignatureKeys, data...), '\n')
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
 	"github.com/kubestellar/syncer/pkg/bootstrap"
+	"github.com/kubestellar/syncer/pkg/signature"
 )
 
 // completionTimeout bounds the request that completes the sync target name: a shell waits for it.
@@ -62,6 +63,7 @@ func (o *options) registerCompletions(cmd *cobra.Command) {
 		}
 	}
 	must(cmd.RegisterFlagCompletionFunc("rbac", fixed(bootstrap.RBACBroad, bootstrap.RBACLeast)))
+	must(cmd.RegisterFlagCompletionFunc("signature-policy", fixed(string(signature.Off), string(signature.Warn), string(signature.Enforce))))
 	must(cmd.RegisterFlagCompletionFunc("context", o.completeKubeconfig(func(c kubeconfigNames) []string { return c.contexts })))
 	must(cmd.RegisterFlagCompletionFunc("cluster", o.completeKubeconfig(func(c kubeconfigNames) []string { return c.clusters })))
 	must(cmd.RegisterFlagCompletionFunc("user", o.completeKubeconfig(func(c kubeconfigNames) []string { return c.users })))

@@ -182,7 +182,7 @@ func TestKubectlRunsPluginAndCompletion(t *testing.T) {
 		name  string
 		links []string
 	}{
-		{"make build", []string{pluginName, "kubectl_complete-kubestellar-syncer_gen"}},
+		{"make build", []string{pluginName, "kubectl_complete-kubestellar-syncer_gen", signName}},
 		{"krew", []string{"kubectl-kubestellar", "kubectl_complete-kubestellar"}},
 	} {
 		t.Run(layout.name, func(t *testing.T) {
@@ -202,8 +202,11 @@ func TestKubectlRunsPluginAndCompletion(t *testing.T) {
 			if got := kubectlRun("kubestellar", "syncer-gen", "--version"); len(got) != 1 || !strings.HasPrefix(got[0], pluginName+" ") {
 				t.Errorf("kubectl kubestellar syncer-gen --version: %q", got)
 			}
-			if got := names(kubectlRun("__complete", "kubestellar", "")); !equal(got, []string{"syncer-gen"}) && !equal(got, []string{"help", "syncer-gen"}) {
+			if got := names(kubectlRun("__complete", "kubestellar", "")); !equal(got, []string{"sign", "syncer-gen"}) && !equal(got, []string{"help", "sign", "syncer-gen"}) {
 				t.Errorf("kubectl kubestellar <TAB>: %q", got)
+			}
+			if got := kubectlRun("kubestellar", "sign", "--help"); !strings.Contains(strings.Join(got, "\n"), "kubectl kubestellar sign -f <manifest> --key <private key>") {
+				t.Errorf("kubectl kubestellar sign --help: %q", got)
 			}
 			if got := names(kubectlRun("__complete", "kubestellar", "syncer-gen", "--rbac", "")); !equal(got, []string{"broad", "least"}) {
 				t.Errorf("kubectl kubestellar syncer-gen --rbac <TAB>: %q", got)

@@ -4,8 +4,10 @@
 //
 // The binary answers to the name it is run under (see execute):
 //   - kubectl-kubestellar-syncer_gen: the plugin (kubectl runs it for `kubectl kubestellar syncer-gen`);
+//   - kubectl-kubestellar-sign: `kubectl kubestellar sign`, which signs manifests for an edge that
+//     verifies what it applies (make build links it);
 //   - kubectl-kubestellar: krew's link for its plugin "kubestellar"; kubectl runs it for `kubectl
-//     kubestellar syncer-gen ...` with syncer-gen as the first argument, its one command;
+//     kubestellar syncer-gen ...` and `kubectl kubestellar sign ...`, the command as the first argument;
 //   - kubectl_complete-kubestellar-syncer_gen and kubectl_complete-kubestellar: the executables
 //     kubectl (v1.26 and later) runs to complete a plugin's arguments; as links to the binary they
 //     answer Cobra's __complete request for the plugin of the same name.
@@ -63,9 +65,12 @@ func execute(ctx context.Context, argv0 string, args []string, stdout, stderr io
 		args = append([]string{cobra.ShellCompRequestCmd}, args...)
 	}
 	var root *cobra.Command
-	if name == krewName {
+	switch name {
+	case krewName:
 		root = newKrewCommand(stdout, stderr)
-	} else {
+	case signName:
+		root = newSignCommand(signName, stdout)
+	default:
 		root = newCommand(pluginName, stdout, stderr)
 	}
 	root.SetArgs(args)
@@ -79,12 +84,12 @@ func newKrewCommand(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:               krewName,
 		Short:             "KubeStellar's kubectl plugin",
-		Long:              "kubectl kubestellar holds KubeStellar's commands; today one, syncer-gen.",
+		Long:              "kubectl kubestellar holds KubeStellar's commands: syncer-gen and sign.",
 		Annotations:       map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl kubestellar"},
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
-	root.AddCommand(newCommand(commandName, stdout, stderr))
+	root.AddCommand(newCommand(commandName, stdout, stderr), newSignCommand("sign", stdout))
 	return root
 }

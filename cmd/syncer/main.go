@@ -37,12 +37,14 @@ import (
 
 	"github.com/kubestellar/syncer/cmd/syncer/options"
 	"github.com/kubestellar/syncer/pkg/breaker"
+	"github.com/kubestellar/syncer/pkg/downsync"
 	"github.com/kubestellar/syncer/pkg/dynclient"
 	"github.com/kubestellar/syncer/pkg/httpauth"
 	"github.com/kubestellar/syncer/pkg/mailboxes"
 	"github.com/kubestellar/syncer/pkg/metrics"
 	"github.com/kubestellar/syncer/pkg/reachability"
 	"github.com/kubestellar/syncer/pkg/report"
+	"github.com/kubestellar/syncer/pkg/signature"
 	"github.com/kubestellar/syncer/pkg/syncer"
 	"github.com/kubestellar/syncer/pkg/version"
 )
@@ -142,6 +144,12 @@ func run(opts *options.Options, stdout, stderr io.Writer) error {
 	}
 	defer stopEdge()
 	cfg.EdgeRecorder = edgeRecorder
+	if cfg.Signatures, err = signatures(opts); err != nil {
+		return err
+	}
+	if cfg.Signatures != nil {
+		logger.Info("Verifying the signature of every object before applying it", "policy", opts.SignaturePolicy, "keys", opts.SignatureKeys)
+	}
 	var s engineRunner
 	var whole http.Handler // the whole report of report-only mode (one workspace only)
 	if opts.APIExportEndpointSlice != "" {
@@ -209,6 +217,19 @@ func eventRecorder(ctx context.Context, cfg *rest.Config, syncTarget string) (re
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	return broadcaster.NewRecorder(runtime.NewScheme(), corev1.EventSource{Component: "kubestellar-syncer", Host: syncTarget}), broadcaster.Shutdown, nil
+}
+
+// signatures are the keys and policy the edge verifies what it applies with (nil: Off).
+func signatures(opts *options.Options) (downsync.Signatures, error) {
+	policy, err := signature.ParsePolicy(opts.SignaturePolicy)
+	if err != nil || policy == signature.Off {
+		return nil, err
+	}
+	trust, err := signature.NewTrust(policy, opts.SignatureKeys)
+	if err != nil {
+		return nil, fmt.Errorf("--signature-keys: %w", err)
+	}
+	return trust, nil
 }
 
 // mailboxesController serves every workspace bound to the APIExport of --apiexport-endpoint-slice;

@@ -67,6 +67,10 @@ type Options struct {
 	SyncerConfigSelector string
 	// Resources are the syncer container's requests and limits; nil means DefaultResources.
 	Resources *Resources
+	// SignaturePolicy and SignatureKeys: the syncer's --signature-policy, and the PEM public keys it
+	// verifies with (held at the edge in a Secret of the manifest).
+	SignaturePolicy string
+	SignatureKeys   []byte
 }
 
 // Validate reports every problem with the options at once.
@@ -248,7 +252,8 @@ func run(ctx context.Context, up upstream, opts Options, out io.Writer) (*Result
 	}
 	edge := Edge{ID: id, Namespace: edgeNS, SyncTargetName: opts.Name, SyncTargetUID: string(sa.UID), Image: opts.Image,
 		Replicas: opts.Replicas, QPS: opts.QPS, Burst: opts.Burst, Verbosity: opts.Verbosity, SyncerConfigSelector: opts.SyncerConfigSelector, Rules: DownstreamRules(opts.RBAC, configs),
-		Resources: &resources, UpstreamServer: up.host, UpstreamCA: up.ca, UpstreamToken: tr.Status.Token, UpstreamContext: ns}
+		Resources: &resources, UpstreamServer: up.host, UpstreamCA: up.ca, UpstreamToken: tr.Status.Token, UpstreamContext: ns,
+		SignaturePolicy: opts.SignaturePolicy, SignatureKeys: opts.SignatureKeys}
 	manifest, err := edge.Manifest()
 	if err != nil {
 		return nil, err

@@ -51,7 +51,17 @@ type Edge struct {
 	UpstreamContext      string // namespace of the kubeconfig context
 	// Resources of the syncer container; nil means syncer-gen's defaults (DefaultResources).
 	Resources *corev1.ResourceRequirements
+	// SignaturePolicy is the syncer's --signature-policy (empty or Off: none), SignatureKeys the PEM
+	// public keys it verifies with, in the Secret <ID>-signature-keys mounted at SignatureKeysMount.
+	SignaturePolicy string
+	SignatureKeys   []byte
 }
+
+// SignatureKeysMount is where the signature keys' Secret is mounted.
+const SignatureKeysMount = "/kubestellar/signature-keys/"
+
+// verifies tells whether the syncer verifies signatures.
+func (e Edge) verifies() bool { return e.SignaturePolicy != "" && e.SignaturePolicy != "Off" }
 
 // SyncerArgs are the syncer's arguments in the Deployment; the image's ENTRYPOINT is the syncer.
 func (e Edge) SyncerArgs() []string {
@@ -63,7 +73,7 @@ func (e Edge) SyncerArgs() []string {
 	if e.SyncerConfigSelector != "" {
 		args = append(args, "--syncer-config-selector="+e.SyncerConfigSelector)
 	}
-	return append(args,
+	args = append(args,
 		"--qps="+strconv.FormatFloat(float64(e.QPS), 'f', -1, 32),
 		"--burst="+strconv.Itoa(e.Burst),
 		"--downstream-qps=-1", // the edge's API Priority and Fairness paces the syncer (--qps alone would limit it too)
@@ -73,6 +83,10 @@ func (e Edge) SyncerArgs() []string {
 		"--leader-elect",
 		"-v="+strconv.Itoa(e.Verbosity),
 	)
+	if e.verifies() {
+		args = append(args, "--signature-policy="+e.SignaturePolicy, "--signature-keys="+SignatureKeysMount)
+	}
+	return args
 }
 
 // MetricsReaderRules are what a scraper needs of a syncer with --metrics-secure.
@@ -121,7 +135,7 @@ func (e Edge) Objects() ([]runtime.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []runtime.Object{
+	objs := []runtime.Object{
 		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: e.meta(e.Namespace, "")},
 		&corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: e.meta(e.ID, e.Namespace)},
 		&corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
@@ -149,15 +163,31 @@ func (e Edge) Objects() ([]runtime.Object, error) {
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: e.ID, Namespace: e.Namespace}}},
 		&corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: e.meta(e.ID+"-kubeconfig", e.Namespace),
 			Type: corev1.SecretTypeOpaque, Data: map[string][]byte{KubeconfigKey: kubeconfig}},
-		e.deployment(),
-	}, nil
+	}
+	if e.verifies() {
+		// The keys are the edge owner's: the mailbox never sees them, nor can change them.
+		objs = append(objs, &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: e.meta(e.ID+"-signature-keys", e.Namespace),
+			Type: corev1.SecretTypeOpaque, Data: map[string][]byte{SignatureKeysFile: e.SignatureKeys}})
+	}
+	return append(objs, e.deployment()), nil
 }
+
+// SignatureKeysFile is the key of the public keys in the Secret <ID>-signature-keys.
+const SignatureKeysFile = "keys.pem"
 
 // deployment runs the syncer's image with its arguments, probes and the upstream kubeconfig.
 func (e Edge) deployment() *appsv1.Deployment {
 	podLabels := map[string]string{"app": e.ID} // the selector: never changes, so re-applying works
 	templateLabels := e.labels()
 	templateLabels["app"] = e.ID
+	mounts := []corev1.VolumeMount{{Name: "kubestellar-config", MountPath: KubeconfigMount, ReadOnly: true}}
+	volumes := []corev1.Volume{{Name: "kubestellar-config", VolumeSource: corev1.VolumeSource{
+		Secret: &corev1.SecretVolumeSource{SecretName: e.ID + "-kubeconfig", Items: []corev1.KeyToPath{{Key: KubeconfigKey, Path: KubeconfigKey}}}}}}
+	if e.verifies() {
+		mounts = append(mounts, corev1.VolumeMount{Name: "signature-keys", MountPath: SignatureKeysMount, ReadOnly: true})
+		volumes = append(volumes, corev1.Volume{Name: "signature-keys", VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: e.ID + "-signature-keys"}}})
+	}
 	probe := func(path string, initial int32) *corev1.Probe {
 		return &corev1.Probe{
 			ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("health")}},
@@ -193,10 +223,9 @@ func (e Edge) deployment() *appsv1.Deployment {
 						Resources:                e.resources(),
 						SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true), Privileged: ptr.To(false),
 							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
-						VolumeMounts: []corev1.VolumeMount{{Name: "kubestellar-config", MountPath: KubeconfigMount, ReadOnly: true}},
+						VolumeMounts: mounts,
 					}},
-					Volumes: []corev1.Volume{{Name: "kubestellar-config", VolumeSource: corev1.VolumeSource{
-						Secret: &corev1.SecretVolumeSource{SecretName: e.ID + "-kubeconfig", Items: []corev1.KeyToPath{{Key: KubeconfigKey, Path: KubeconfigKey}}}}}},
+					Volumes: volumes,
 				},
 			},
 			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType},

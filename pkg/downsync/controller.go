@@ -128,6 +128,18 @@ type Config struct {
 	// Autoscalers, if set, tells which edge objects an autoscaler there scales: their spec.replicas is
 	// the autoscaler's (a retained field).
 	Autoscalers Autoscalers
+	// Signatures, if set, verifies each upstream object before it is written (package signature):
+	// what is applied is what was signed.
+	Signatures Signatures
+}
+
+// Signatures verifies upstream objects against the keys the edge trusts (package signature).
+type Signatures interface {
+	// Verify returns the object to apply (the signed manifest), the key's id, or why it does not
+	// verify.
+	Verify(obj *unstructured.Unstructured) (*unstructured.Unstructured, string, error)
+	// Enforce tells whether an object that does not verify is left unwritten (else written, and said).
+	Enforce() bool
 }
 
 // Autoscalers tells which edge objects an autoscaler at the edge scales (package autoscale); known is
@@ -154,6 +166,9 @@ type Controller struct {
 	echoes   echoes
 	refusals refusals
 	pauses   pauses
+	// unsigned are the keys whose upstream object does not verify, and why (Config.Signatures): not
+	// written (Enforce), or written and said once (warned, Warn).
+	unsigned, warned framework.ConflictLog
 
 	mu sync.Mutex
 	// terminating are the keys waiting for their namespace to finish terminating at the edge.
@@ -179,6 +194,7 @@ func NewController(cfg Config) (*Controller, error) {
 	}
 	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Downsync, cfg.FieldManager, cfg.Metrics, cfg.Recorder), terminating: map[framework.Key]string{}, early: newEarly(),
 		pauses: pauses{held: map[framework.Key]time.Time{}, drifted: map[framework.Key]string{}, told: map[framework.Key]map[string]string{}}}
+	c.unsigned.Describe = func(reason string) (problem.Kind, string) { return problem.SyncFailed, reason }
 	c.queue = framework.NewQueue(metrics.Downsync, cfg.Metrics.WorkqueueProvider(), c.process)
 	return c, nil
 }
@@ -188,6 +204,9 @@ func (c *Controller) Queue() *framework.Queue { return c.queue }
 
 // Writes is the controller's write path (for its conflicts).
 func (c *Controller) Writes() *framework.Writes { return c.writes }
+
+// Unsigned are the objects not written because they do not verify (for ObjectsSynced).
+func (c *Controller) Unsigned() *framework.ConflictLog { return &c.unsigned }
 
 // Run starts the workers and blocks until ctx is done and they have exited.
 func (c *Controller) Run(ctx context.Context, workers int) { c.queue.Run(ctx, workers) }
@@ -216,6 +235,8 @@ func (c *Controller) Relevant(key framework.Key) bool {
 // them again, so they would otherwise be reported for good.
 func (c *Controller) Prune() {
 	c.writes.Conflicts().Prune(c.Relevant)
+	c.unsigned.Prune(c.Relevant)
+	c.warned.Prune(c.Relevant)
 	c.queue.Prune(c.Relevant)
 	c.pauses.forget(c.Relevant)
 	c.cfg.Report.Prune(c.Relevant)

@@ -233,6 +233,10 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 			return 0, err // the namespace's arrival enqueues this key again
 		}
 	}
+	upObj, ok := c.verified(ctx, key, upObj)
+	if !ok {
+		return 0, nil // its next change brings the key back
+	}
 	opts := c.cfg.Mapping
 	sel := selection.ObjectOf(key.GVR.GroupResource(), upObj)
 	opts.KeepOnDelete = !c.cfg.Selection.PropagatesDeletion(sel)

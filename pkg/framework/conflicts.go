@@ -16,6 +16,9 @@ import (
 type ConflictLog struct {
 	mu   sync.Mutex
 	seen map[Key]string
+	// Describe, if set, says what a key's logged reason is as a problem (by default, a conflict with
+	// an object the syncer does not own): a log of other refusals reads as they are.
+	Describe func(reason string) (problem.Kind, string)
 }
 
 // Report logs the conflict of a key; the same reason again is logged at logging.Skip only. It tells
@@ -60,11 +63,16 @@ func (l *ConflictLog) Prune(keep func(Key) bool) {
 func (l *ConflictLog) Problems(limit int) (int, []problem.Problem) {
 	l.mu.Lock()
 	keys := make([]Key, 0, len(l.seen))
-	for k := range l.seen {
+	reasons := make(map[Key]string, len(l.seen))
+	for k, r := range l.seen {
 		keys = append(keys, k)
+		reasons[k] = r
 	}
 	l.mu.Unlock()
-	return len(keys), keyProblems(keys, limit, func(Key) (problem.Kind, string) {
+	return len(keys), keyProblems(keys, limit, func(k Key) (problem.Kind, string) {
+		if l.Describe != nil {
+			return l.Describe(reasons[k])
+		}
 		return problem.Conflict, "in conflict with an object the syncer does not own"
 	})
 }

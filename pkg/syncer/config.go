@@ -3,6 +3,7 @@ package syncer
 import (
 	"time"
 
+	"github.com/kubestellar/syncer/pkg/downsync"
 	"github.com/kubestellar/syncer/pkg/report"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -62,6 +63,9 @@ type Config struct {
 	// EdgeRecorder, if set, records Events on edge copies for the technician at the site (a pause set
 	// upstream, a drift held).
 	EdgeRecorder record.EventRecorder
+	// Signatures, if set, is what downsync verifies every upstream object with before writing it
+	// (signature.Trust: the keys and policy held at the edge).
+	Signatures downsync.Signatures
 	// ReportOnly writes nothing at the edge but server-side dry-runs: what would be written is
 	// reported (Report, the SyncerConfigs' status, the log).
 	ReportOnly bool

@@ -214,7 +214,7 @@ func (s *Syncer) newControllers() error {
 		ConflictRecheckPeriod: cfg.ConflictRecheckPeriod, OnOwnedDeleted: s.leftoverMayBeEmpty,
 		OnRefused: func(key framework.Key) { s.status.Recheck(key) }, OnDeletionsHeld: s.deletionsHeld,
 		OnPauseChanged: func(key framework.Key) { s.status.PauseChanged(key) },
-		ReportOnly:     cfg.ReportOnly, Report: s.report, EdgeRecorder: cfg.EdgeRecorder,
+		ReportOnly:     cfg.ReportOnly, Report: s.report, EdgeRecorder: cfg.EdgeRecorder, Signatures: cfg.Signatures,
 	}
 	s.autoscalers = autoscale.NewIndex(func(t autoscale.Target) { s.downsync.EnqueueEdgeObject(t.GroupKind, t.Namespace, t.Name) })
 	dcfg.Autoscalers = s.autoscalers

@@ -109,7 +109,8 @@ func (src sources) SelectionProblems() []problem.Problem {
 func (src sources) ObjectProblems(limit int) (failing, conflicts int, examples []problem.Problem) {
 	for _, q := range []interface {
 		Failures(int) (int, []problem.Problem)
-	}{src.s.downsync.Queue(), src.s.status.Queue(), src.s.upsync.Queue(), loopView{src.s.downsync.Writes()}, loopView{src.s.upsync.Writes()}} {
+	}{src.s.downsync.Queue(), src.s.status.Queue(), src.s.upsync.Queue(), loopView{src.s.downsync.Writes()}, loopView{src.s.upsync.Writes()},
+		problemsView{src.s.downsync.Unsigned()}} {
 		n, ex := q.Failures(limit)
 		failing += n
 		examples = append(examples, ex...)
@@ -123,6 +124,11 @@ func (src sources) ObjectProblems(limit int) (failing, conflicts int, examples [
 	}
 	return failing, conflicts, examples
 }
+
+// problemsView shows a log of refusals as failures.
+type problemsView struct{ l *framework.ConflictLog }
+
+func (v problemsView) Failures(limit int) (int, []problem.Problem) { return v.l.Problems(limit) }
 
 // loopView shows a write path's loops as problems.
 type loopView struct {

@@ -133,3 +133,17 @@ Checks that span several values; included by the Deployment.
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+The signature policy, checked: Off, Warn or Enforce; Warn and Enforce need keys.
+*/}}
+{{- define "kubestellar-syncer.signaturePolicy" -}}
+{{- $p := .Values.signatures.policy | default "Off" | toString -}}
+{{- if not (has $p (list "Off" "Warn" "Enforce")) -}}
+{{- fail (printf "signatures.policy %q: want Off, Warn or Enforce" $p) -}}
+{{- end -}}
+{{- if and (ne $p "Off") (not .Values.signatures.publicKeys) (not .Values.signatures.existingSecret) -}}
+{{- fail (printf "signatures.policy %s needs signatures.publicKeys or signatures.existingSecret" $p) -}}
+{{- end -}}
+{{- $p -}}
+{{- end }}

@@ -20,6 +20,7 @@ import (
 	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
 
 	"github.com/kubestellar/syncer/pkg/legacyflags"
+	"github.com/kubestellar/syncer/pkg/signature"
 
 	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/mapping"
@@ -47,8 +48,11 @@ type Options struct {
 	MetricsBindAddress string
 	// MetricsSecure serves the metrics address over TLS to bearer tokens the edge apiserver
 	// authenticates and authorizes (pkg/httpauth); MetricsCertDir holds its certificate.
-	MetricsSecure          bool
-	MetricsCertDir         string
+	MetricsSecure  bool
+	MetricsCertDir string
+	// SignaturePolicy and SignatureKeys: what the edge requires of what it applies (pkg/signature).
+	SignaturePolicy        string
+	SignatureKeys          []string
 	HealthProbeBindAddress string
 	Profiling              bool
 	HeartbeatPeriod        time.Duration
@@ -125,6 +129,7 @@ func NewOptions() *Options {
 		StatusWorkers:          4,
 		UpsyncWorkers:          4,
 		MetricsBindAddress:     ":8080",
+		SignaturePolicy:        "Off",
 		HealthProbeBindAddress: ":8081",
 		HeartbeatPeriod:        20 * time.Second,
 		MemoryLimitRatio:       0.9,
@@ -166,6 +171,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve the metrics address (/metrics, and /report and /debug/pprof when on) over HTTPS, only to requests whose bearer token the edge apiserver authenticates (TokenReview) and authorizes for the path (SubjectAccessReview: RBAC nonResourceURLs, verb get). The syncer's edge identity needs create on tokenreviews and subjectaccessreviews (the ClusterRole system:auth-delegator). syncer-gen's manifest and the chart turn it on.")
 	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "With --metrics-secure: the directory holding the metrics address's tls.crt and tls.key (read again when they change); empty: a self-signed certificate generated at start.")
+	fs.StringVar(&o.SignaturePolicy, "signature-policy", o.SignaturePolicy, "What the edge requires of what the syncer applies there: Off; Warn (an object not signed by a key of --signature-keys is applied, with a Warning Event SignatureInvalid on it upstream); Enforce (it is not applied: the edge keeps the last verified version, and the Event and condition ObjectsSynced say why). Signed objects are applied as signed (kubectl kubestellar sign). Set at the edge only: the mailbox cannot change it.")
+	fs.StringSliceVar(&o.SignatureKeys, "signature-keys", o.SignatureKeys, "Files or directories (a mounted Secret) of PEM ed25519 public keys (PKIX, as openssl pkey -pubout writes them) that signatures are verified with; several at once for a rotation; read again when they change. Required unless --signature-policy=Off.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz (live) and /readyz (synced and connected); \"0\" disables them.")
 	fs.IntVar(&o.DeletionBreakerCount, "deletion-breaker-count", o.DeletionBreakerCount, "The deletion breaker: when more than this many deletions at the edge, and more than --deletion-breaker-percent of the objects the syncer owns there, fall due within a minute, every deletion is held (creates and updates go on) until released (condition DeletionsHeld on the SyncerConfigs says how). 0 disables it.")
 	fs.IntVar(&o.DeletionBreakerPercent, "deletion-breaker-percent", o.DeletionBreakerPercent, "The share of the objects the syncer owns at the edge, in percent, that the deletions due within a minute must also exceed for the deletion breaker to hold them (see --deletion-breaker-count).")
@@ -253,6 +260,11 @@ func (o *Options) Validate() error {
 	}
 	if o.MetricsCertDir != "" && !o.MetricsSecure {
 		errs = append(errs, "--metrics-cert-dir needs --metrics-secure")
+	}
+	if p, err := signature.ParsePolicy(o.SignaturePolicy); err != nil {
+		errs = append(errs, "--signature-policy: "+err.Error())
+	} else if p != signature.Off && len(o.SignatureKeys) == 0 {
+		errs = append(errs, "--signature-policy="+string(p)+" needs --signature-keys")
 	}
 	if o.QPS == 0 || (o.QPS > 0 && o.Burst <= 0) {
 		errs = append(errs, "--qps must be positive (or negative: no client-side limit) and --burst positive")

@@ -1,0 +1,53 @@
+package downsync
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+
+	"github.com/kubestellar/syncer/pkg/framework"
+	"github.com/kubestellar/syncer/pkg/logging"
+	"github.com/kubestellar/syncer/pkg/metrics"
+)
+
+// SignatureInvalid is the reason of the Warning Event on an upstream object that does not verify.
+const SignatureInvalid = "SignatureInvalid"
+
+// verified is the upstream object to write: what was signed, when the edge requires signatures and
+// it verifies. One that does not verify is not written under Enforce (ok false: the edge keeps the
+// version it has, the last verified), and written as it is under Warn; either way it is said once
+// per reason: a Warning Event on it, a log line at level 0, a failure in ObjectsSynced (Enforce).
+func (c *Controller) verified(ctx context.Context, key framework.Key, upObj *unstructured.Unstructured) (*unstructured.Unstructured, bool) {
+	v := c.cfg.Signatures
+	if v == nil {
+		return upObj, true
+	}
+	signed, keyID, err := v.Verify(upObj)
+	if err == nil {
+		klog.FromContext(ctx).V(logging.Trace).Info("Signature verified", "keyID", keyID)
+		c.unsigned.Clear(key)
+		c.warned.Clear(key)
+		return signed, true
+	}
+	enforce := v.Enforce()
+	what := "not written at the edge, which keeps the version it has"
+	if !enforce {
+		what = "written anyway (signature policy Warn)"
+	}
+	reason := fmt.Sprintf("its signature does not verify with the keys the edge trusts: %v; %s", err, what)
+	said := &c.unsigned // a failure to sync (ObjectsSynced)
+	if !enforce {
+		said = &c.warned // written: said, not failing
+	}
+	if said.Report(ctx, key, reason) {
+		c.writes.Event(upObj, corev1.EventTypeWarning, SignatureInvalid, fmt.Sprintf("Sync target %s: %s", c.cfg.SyncTargetName, reason))
+	}
+	if !enforce {
+		return upObj, true
+	}
+	c.cfg.Metrics.Writes.WithLabelValues(metrics.Downsync, key.GVR.GroupResource().String(), metrics.Error).Inc()
+	return nil, false
+}

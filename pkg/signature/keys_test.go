@@ -1,0 +1,86 @@
+package signature
+
+import (
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func pemPublic(t *testing.T, pub ed25519.PublicKey) []byte {
+	t.Helper()
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+}
+
+// TestTrustReadsAndRotates: keys from a directory as a mounted Secret holds them (the kubelet's ..
+// entries left alone), several at once; a key added or removed is seen without a restart; a policy
+// is parsed in any case, and anything else is refused.
+func TestTrustReadsAndRotates(t *testing.T) {
+	dir := t.TempDir()
+	pub1, priv1 := newKey(t)
+	pub2, priv2 := newKey(t)
+	if err := os.Mkdir(filepath.Join(dir, "..2026_11_27"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "old.pub"), pemPublic(t, pub1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	trust, err := NewTrust(Enforce, []string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	trust.now = func() time.Time { return now }
+	if _, _, err := trust.Verify(stored(t, priv1)); err != nil || !trust.Enforce() {
+		t.Fatalf("the first key: %v", err)
+	}
+	if _, _, err := trust.Verify(stored(t, priv2)); err == nil {
+		t.Fatal("a key not yet trusted verified")
+	}
+	// Rotation: the new key added beside the old one, then the old one removed.
+	if err := os.WriteFile(filepath.Join(dir, "new.pub"), pemPublic(t, pub2), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(recheck)
+	for _, k := range []ed25519.PrivateKey{priv1, priv2} {
+		if _, _, err := trust.Verify(stored(t, k)); err != nil {
+			t.Errorf("during rotation: %v", err)
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, "old.pub")); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(recheck)
+	if _, _, err := trust.Verify(stored(t, priv1)); err == nil {
+		t.Error("a removed key still verifies")
+	}
+	if _, err := NewTrust(Enforce, []string{t.TempDir()}); err == nil {
+		t.Error("a directory without keys was accepted")
+	}
+	if p, err := ParsePolicy("enforce"); err != nil || p != Enforce {
+		t.Errorf("ParsePolicy(enforce) = %v, %v", p, err)
+	}
+	if _, err := ParsePolicy("Strict"); err == nil {
+		t.Error("ParsePolicy(Strict) accepted")
+	}
+}
+
+// TestParsePrivateKey reads the PKCS #8 form openssl writes.
+func TestParsePrivateKey(t *testing.T) {
+	_, priv := newKey(t)
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParsePrivateKey(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	if err != nil || !got.Equal(priv) {
+		t.Errorf("ParsePrivateKey: %v", err)
+	}
+}

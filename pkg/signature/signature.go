@@ -1,0 +1,236 @@
+package signature
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+)
+
+// Annotation holds the signed manifest, the signature and the key's id.
+const Annotation = "edge.kubestellar.io/signature"
+
+// lastApplied is kubectl's copy of what it applied: never part of what is signed.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// Signed is the value of Annotation.
+type Signed struct {
+	// KeyID names the public key that verifies Signature (KeyID of it).
+	KeyID string `json:"keyID"`
+	// Signature is the ed25519 signature of the manifest's canonical JSON, base64.
+	Signature string `json:"signature"`
+	// Manifest is the object as signed.
+	Manifest map[string]interface{} `json:"manifest"`
+}
+
+// Errors verification returns (wrapped with detail).
+var (
+	ErrUnsigned   = errors.New("not signed")
+	ErrUnknownKey = errors.New("signed by a key the edge does not trust")
+	ErrBadSig     = errors.New("the signature does not match the signed manifest")
+	ErrChanged    = errors.New("the object differs from what was signed")
+	ErrMalformed  = errors.New("malformed signature annotation")
+)
+
+// KeyID is a public key's id: the first 16 hex digits of the SHA-256 of the key.
+func KeyID(pub ed25519.PublicKey) string {
+	sum := sha256.Sum256(pub)
+	return hex.EncodeToString(sum[:8])
+}
+
+// Manifest is what is signed of obj: obj less its status, the metadata a server owns, the
+// signature, kubectl's last-applied annotation and the annotations and labels of the syncer's
+// domain (edge.kubestellar.io and its subdomains). Empty maps and lists left by the removal go too.
+func Manifest(obj map[string]interface{}) map[string]interface{} {
+	out := unstructured.Unstructured{Object: deepCopy(obj)}
+	delete(out.Object, "status")
+	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields",
+		"deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"} {
+		unstructured.RemoveNestedField(out.Object, "metadata", f)
+	}
+	for _, field := range []string{"annotations", "labels"} {
+		m, _, _ := unstructured.NestedStringMap(out.Object, "metadata", field)
+		for k := range m {
+			if control(k) || k == lastApplied {
+				delete(m, k)
+			}
+		}
+		if len(m) == 0 {
+			unstructured.RemoveNestedField(out.Object, "metadata", field)
+		} else {
+			_ = unstructured.SetNestedStringMap(out.Object, m, "metadata", field)
+		}
+	}
+	return out.Object
+}
+
+// control tells whether a label or annotation key belongs to the syncer's domain.
+func control(key string) bool {
+	prefix, _, found := strings.Cut(key, "/")
+	return found && (prefix == "edge.kubestellar.io" || strings.HasSuffix(prefix, ".edge.kubestellar.io"))
+}
+
+// Canonical is the manifest's canonical JSON: object keys sorted (encoding/json sorts map keys), no
+// insignificant space, numbers as they were decoded.
+func Canonical(manifest map[string]interface{}) ([]byte, error) {
+	return json.Marshal(manifest)
+}
+
+// Sign signs obj's manifest with key and returns the annotation's value.
+func Sign(obj map[string]interface{}, key ed25519.PrivateKey) (string, error) {
+	m := Manifest(obj)
+	data, err := Canonical(m)
+	if err != nil {
+		return "", err
+	}
+	pub, _ := key.Public().(ed25519.PublicKey)
+	v, err := json.Marshal(Signed{KeyID: KeyID(pub), Signature: base64.StdEncoding.EncodeToString(ed25519.Sign(key, data)), Manifest: m})
+	return string(v), err
+}
+
+// Verify checks obj's signature against keys and obj against the signed manifest, and returns the
+// object to apply: the signed manifest, with the metadata the signature leaves out (a server's, the
+// syncer's domain) taken from obj, and its status. The key's id comes with it.
+func Verify(obj *unstructured.Unstructured, keys map[string]ed25519.PublicKey) (*unstructured.Unstructured, string, error) {
+	value, ok := obj.GetAnnotations()[Annotation]
+	if !ok {
+		return nil, "", fmt.Errorf("%w (no %s annotation)", ErrUnsigned, Annotation)
+	}
+	var s Signed
+	if err := utiljson.Unmarshal([]byte(value), &s); err != nil || s.Manifest == nil {
+		return nil, "", fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	pub, ok := keys[s.KeyID]
+	if !ok {
+		return nil, s.KeyID, fmt.Errorf("%w (key %q)", ErrUnknownKey, s.KeyID)
+	}
+	sig, err := base64.StdEncoding.DecodeString(s.Signature)
+	if err != nil {
+		return nil, s.KeyID, fmt.Errorf("%w: signature: %w", ErrMalformed, err)
+	}
+	data, err := Canonical(s.Manifest)
+	if err != nil {
+		return nil, s.KeyID, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	if !ed25519.Verify(pub, data, sig) {
+		return nil, s.KeyID, ErrBadSig
+	}
+	if path, ok := subset(s.Manifest, Manifest(obj.Object), ""); !ok {
+		return nil, s.KeyID, fmt.Errorf("%w at %s", ErrChanged, path)
+	}
+	return applied(obj, s.Manifest), s.KeyID, nil
+}
+
+// applied is the manifest with what the signature leaves out taken from obj.
+func applied(obj *unstructured.Unstructured, manifest map[string]interface{}) *unstructured.Unstructured {
+	out := &unstructured.Unstructured{Object: deepCopy(manifest)}
+	if st, ok := obj.Object["status"]; ok {
+		out.Object["status"] = deepCopy(map[string]interface{}{"s": st})["s"]
+	}
+	meta, _, _ := unstructured.NestedMap(obj.Object, "metadata")
+	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"} {
+		if v, ok := meta[f]; ok {
+			_ = unstructured.SetNestedField(out.Object, v, "metadata", f)
+		}
+	}
+	for _, field := range []string{"annotations", "labels"} {
+		from, _, _ := unstructured.NestedStringMap(obj.Object, "metadata", field)
+		to, _, _ := unstructured.NestedStringMap(out.Object, "metadata", field)
+		for k, v := range from {
+			if control(k) {
+				if to == nil {
+					to = map[string]string{}
+				}
+				to[k] = v
+			}
+		}
+		if len(to) > 0 {
+			_ = unstructured.SetNestedStringMap(out.Object, to, "metadata", field)
+		}
+	}
+	return out
+}
+
+// subset tells whether every field of signed is in stored with the same value (maps: each key;
+// lists: the same length, each element a subset; an empty map or list matches an absent one), and
+// where it is not.
+func subset(signed, stored interface{}, path string) (string, bool) {
+	switch s := signed.(type) {
+	case map[string]interface{}:
+		t, _ := stored.(map[string]interface{})
+		for k, v := range s {
+			tv, ok := t[k]
+			if !ok && empty(v) {
+				continue
+			}
+			if !ok {
+				return path + "." + k, false
+			}
+			if p, ok := subset(v, tv, path+"."+k); !ok {
+				return p, false
+			}
+		}
+		return "", stored != nil || len(s) == 0
+	case []interface{}:
+		t, ok := stored.([]interface{})
+		if !ok && len(s) == 0 && stored == nil {
+			return "", true
+		}
+		if !ok || len(t) != len(s) {
+			return path, false
+		}
+		for i := range s {
+			if p, ok := subset(s[i], t[i], fmt.Sprintf("%s[%d]", path, i)); !ok {
+				return p, false
+			}
+		}
+		return "", true
+	default:
+		return path, scalarEqual(signed, stored)
+	}
+}
+
+func empty(v interface{}) bool {
+	switch t := v.(type) {
+	case map[string]interface{}:
+		return len(t) == 0
+	case []interface{}:
+		return len(t) == 0
+	}
+	return false
+}
+
+// scalarEqual compares JSON scalars, numbers by value whether decoded as integers or floats.
+func scalarEqual(a, b interface{}) bool {
+	if x, ok := number(a); ok {
+		y, ok := number(b)
+		return ok && x == y
+	}
+	return a == b
+}
+
+func number(v interface{}) (float64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return float64(n), true
+	case float64:
+		return n, true
+	case int:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	}
+	return 0, false
+}
+
+// deepCopy copies a JSON-shaped map.
+func deepCopy(m map[string]interface{}) map[string]interface{} {
+	return (&unstructured.Unstructured{Object: m}).DeepCopy().Object
+}

@@ -1,0 +1,202 @@
+package signature
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+const userManifest = `
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: shop
+  labels: {app: web}
+  annotations:
+    edge.kubestellar.io/drift: Report
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: httpd
+        image: example.com/httpd:1.0
+        args: ["-f"]
+`
+
+func newKey(t *testing.T) (ed25519.PublicKey, ed25519.PrivateKey) {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub, priv
+}
+
+func object(t *testing.T, doc string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// stored is the signed object as an apiserver keeps it: the signature on, fields defaulted, metadata
+// a server owns, kubectl's last-applied annotation, the syncer's per-target labels, a status.
+func stored(t *testing.T, priv ed25519.PrivateKey) *unstructured.Unstructured {
+	t.Helper()
+	u := object(t, userManifest)
+	sig, err := Sign(u.Object, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann := u.GetAnnotations()
+	ann[Annotation] = sig
+	ann[lastApplied] = `{"kind":"Deployment"}`
+	ann["deployment.kubernetes.io/revision"] = "1"
+	u.SetAnnotations(ann)
+	labels := u.GetLabels()
+	labels["executing.edge.kubestellar.io/edge1"] = "true"
+	u.SetLabels(labels)
+	u.SetUID("uid-1")
+	u.SetResourceVersion("42")
+	u.SetGeneration(3)
+	_ = unstructured.SetNestedField(u.Object, int64(600), "spec", "progressDeadlineSeconds")
+	containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+	containers[0].(map[string]interface{})["imagePullPolicy"] = "IfNotPresent"
+	_ = unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers")
+	_ = unstructured.SetNestedField(u.Object, int64(2), "status", "readyReplicas")
+	return u
+}
+
+// TestVerify: the stored form of a signed object verifies (defaults, server metadata, kubectl's and
+// the syncer's annotations and labels do not break it) and what is applied is the signed manifest
+// with the identity, the syncer's marks and the status taken from the stored object, never a field
+// the signer did not sign.
+func TestVerify(t *testing.T) {
+	pub, priv := newKey(t)
+	keys := map[string]ed25519.PublicKey{KeyID(pub): pub}
+	obj := stored(t, priv)
+	got, id, err := Verify(obj, keys)
+	if err != nil || id != KeyID(pub) {
+		t.Fatalf("Verify: %v (key %q)", err, id)
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "progressDeadlineSeconds"); found {
+		t.Error("a defaulted field the signer did not sign is applied")
+	}
+	if got.GetAnnotations()[lastApplied] != "" || got.GetAnnotations()["deployment.kubernetes.io/revision"] != "" {
+		t.Errorf("unsigned annotations applied: %v", got.GetAnnotations())
+	}
+	if got.GetLabels()["executing.edge.kubestellar.io/edge1"] != "true" || got.GetAnnotations()["edge.kubestellar.io/drift"] != "Report" ||
+		got.GetAnnotations()[Annotation] == "" {
+		t.Errorf("the syncer's own labels and annotations not kept: %v %v", got.GetLabels(), got.GetAnnotations())
+	}
+	if got.GetUID() != "uid-1" || got.GetResourceVersion() != "42" || got.GetGeneration() != 3 {
+		t.Errorf("identity %s %s %d", got.GetUID(), got.GetResourceVersion(), got.GetGeneration())
+	}
+	if n, _, _ := unstructured.NestedInt64(got.Object, "status", "readyReplicas"); n != 2 {
+		t.Error("status not kept")
+	}
+	if r, _, _ := unstructured.NestedInt64(got.Object, "spec", "replicas"); r != 2 {
+		t.Errorf("spec.replicas %d, want the signed 2", r)
+	}
+}
+
+// TestVerifyRefuses: unsigned, an unknown key, a signature over another manifest, a signed field
+// changed, a list grown and a field removed are each refused with their reason.
+func TestVerifyRefuses(t *testing.T) {
+	pub, priv := newKey(t)
+	otherPub, otherPriv := newKey(t)
+	keys := map[string]ed25519.PublicKey{KeyID(pub): pub}
+	for _, tc := range []struct {
+		name   string
+		change func(u *unstructured.Unstructured)
+		want   error
+	}{
+		{"unsigned", func(u *unstructured.Unstructured) {
+			a := u.GetAnnotations()
+			delete(a, Annotation)
+			u.SetAnnotations(a)
+		}, ErrUnsigned},
+		{"an untrusted key", func(u *unstructured.Unstructured) {
+			sig, _ := Sign(object(t, userManifest).Object, otherPriv)
+			a := u.GetAnnotations()
+			a[Annotation] = sig
+			u.SetAnnotations(a)
+		}, ErrUnknownKey},
+		{"malformed", func(u *unstructured.Unstructured) {
+			a := u.GetAnnotations()
+			a[Annotation] = "{not json"
+			u.SetAnnotations(a)
+		}, ErrMalformed},
+		{"the manifest in the annotation changed", func(u *unstructured.Unstructured) {
+			a := u.GetAnnotations()
+			var s Signed
+			if err := json.Unmarshal([]byte(a[Annotation]), &s); err != nil {
+				t.Fatal(err)
+			}
+			_ = unstructured.SetNestedField(s.Manifest, int64(20), "spec", "replicas")
+			_ = unstructured.SetNestedField(u.Object, int64(20), "spec", "replicas") // and the object to match
+			v, _ := json.Marshal(s)
+			a[Annotation] = string(v)
+			u.SetAnnotations(a)
+		}, ErrBadSig},
+		{"a signed field changed", func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, int64(20), "spec", "replicas")
+		}, ErrChanged},
+		{"an image changed", func(u *unstructured.Unstructured) {
+			c, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+			c[0].(map[string]interface{})["image"] = "evil.example.com/miner"
+			_ = unstructured.SetNestedSlice(u.Object, c, "spec", "template", "spec", "containers")
+		}, ErrChanged},
+		{"a container added", func(u *unstructured.Unstructured) {
+			c, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+			c = append(c, map[string]interface{}{"name": "sidecar", "image": "evil.example.com/miner"})
+			_ = unstructured.SetNestedSlice(u.Object, c, "spec", "template", "spec", "containers")
+		}, ErrChanged},
+		{"a signed label removed", func(u *unstructured.Unstructured) {
+			l := u.GetLabels()
+			delete(l, "app")
+			u.SetLabels(l)
+		}, ErrChanged},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := stored(t, priv)
+			tc.change(u)
+			if _, _, err := Verify(u, keys); !errors.Is(err, tc.want) {
+				t.Errorf("Verify: %v, want %v", err, tc.want)
+			}
+		})
+	}
+	// Rotation: two keys trusted at once, either verifies.
+	both := map[string]ed25519.PublicKey{KeyID(pub): pub, KeyID(otherPub): otherPub}
+	for _, k := range []ed25519.PrivateKey{priv, otherPriv} {
+		if _, _, err := Verify(stored(t, k), both); err != nil {
+			t.Errorf("with two trusted keys: %v", err)
+		}
+	}
+}
+
+// TestAnUnsignedFieldIsNeverApplied: a field added upstream after signing (a hostPath volume) is
+// not a change of a signed field, so the object verifies, but the field is not in what is applied.
+func TestAnUnsignedFieldIsNeverApplied(t *testing.T) {
+	pub, priv := newKey(t)
+	u := stored(t, priv)
+	_ = unstructured.SetNestedField(u.Object, true, "spec", "template", "spec", "hostNetwork")
+	got, _, err := Verify(u, map[string]ed25519.PublicKey{KeyID(pub): pub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "template", "spec", "hostNetwork"); found {
+		t.Error("a field the signer did not sign is applied")
+	}
+}
