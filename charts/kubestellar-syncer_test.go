@@ -300,7 +300,7 @@ func checkCommon(t *testing.T, m *manifest, version string) *options.Options {
 	mount, vol := c.VolumeMounts[0], pod.Spec.Volumes[0]
 	if vol.Secret == nil || len(vol.Secret.Items) != 1 || !mount.ReadOnly ||
 		filepath.Join(mount.MountPath, vol.Secret.Items[0].Path) != o.FromKubeconfig || o.FromKubeconfig != bootstrap.KubeconfigMount+bootstrap.KubeconfigKey {
-		t.Errorf("--from-kubeconfig=%s is not the mounted Secret key: mount %+v, volume %+v", o.FromKubeconfig, mount, vol)
+		t.Errorf("--upstream-kubeconfig=%s is not the mounted Secret key: mount %+v, volume %+v", o.FromKubeconfig, mount, vol)
 	}
 
 	// Ports, probes and the bind addresses agree.
@@ -467,7 +467,7 @@ func TestChartValueSets(t *testing.T) {
 				t.Errorf("kubeconfig volume %+v", vol)
 			}
 			if o.FromContext != "mb" {
-				t.Errorf("--from-context %q", o.FromContext)
+				t.Errorf("--upstream-context %q", o.FromContext)
 			}
 			for _, obj := range m.objs {
 				if obj.GetKind() == "Secret" && obj.GetName() != fullname+"-token" {

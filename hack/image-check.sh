@@ -16,7 +16,7 @@ if readelf -l "$out" | grep -q INTERP || readelf -d "$out" 2>/dev/null | grep -q
 fi
 go version -m "$out" | grep -q 'CGO_ENABLED=0' || fail "built with cgo"
 help=$(env -i "$out" --help 2>/dev/null) || fail "the static binary does not run in an empty environment"
-[[ $help == *"--from-kubeconfig"* ]] || fail "--help does not print the flags on standard output"
+[[ $help == *"--upstream-kubeconfig"* ]] || fail "--help does not print the flags on standard output"
 line=$(env -i "$out" --version) || fail "--version failed"
 [[ $line == "syncer "* ]] || fail "--version printed '$line'"
 if rev=$(git rev-parse HEAD 2>/dev/null); then

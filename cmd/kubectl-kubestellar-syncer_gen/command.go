@@ -78,7 +78,7 @@ func newOptions() *options {
 	}
 	o.Resources = &o.resources
 	// -n/--namespace has been the edge namespace since the first syncer-gen, as in KubeStellar's; the
-	// upstream namespace is --kcp-namespace. kubectl's meaning (the namespace of the request) is not
+	// upstream namespace is --upstream-namespace (release-0.14: --kcp-namespace). kubectl's meaning (the namespace of the request) is not
 	// offered: it would change what an existing command line does.
 	o.connection.Namespace = nil
 	o.connection.CacheDir = nil // no discovery cache is read or written
@@ -91,11 +91,11 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Image, "syncer-image", "", "The syncer's container image. Required.")
 	fs.StringVarP(&o.output, "output-file", "o", "", "Where to write the edge manifest; - for standard output. This or --helm-values is required.")
 	fs.StringVar(&o.helmValues, "helm-values", "", "Where to write the values of the Helm chart charts/kubestellar-syncer for this syncer (the same identity, image and settings as the manifest; they hold the token); - for standard output. With or without -o.")
-	fs.StringVar(&o.UpstreamNamespace, "kcp-namespace", o.UpstreamNamespace, "Upstream namespace of the syncer's service account and token Secret.")
+	fs.StringVar(&o.UpstreamNamespace, "upstream-namespace", o.UpstreamNamespace, "Upstream namespace of the syncer's service account and token Secret (release-0.14: --kcp-namespace).")
 	fs.StringVarP(&o.EdgeNamespace, "namespace", "n", "", "Edge namespace the syncer runs in (default: the syncer ID).")
 	fs.Int32Var(&o.Replicas, "replicas", o.Replicas, "Syncer replicas; more than one is safe (leader election).")
-	fs.Float32Var(&o.QPS, "qps", o.QPS, "The syncer's --qps: its client-side limit to the upstream (the edge has none by default).")
-	fs.IntVar(&o.Burst, "burst", o.Burst, "The syncer's --burst, to the upstream.")
+	fs.Float32Var(&o.QPS, "qps", o.QPS, "The syncer's --upstream-qps: its client-side limit to the upstream (the edge has none by default).")
+	fs.IntVar(&o.Burst, "burst", o.Burst, "The syncer's --upstream-burst, to the upstream.")
 	fs.IntVar(&o.Verbosity, "syncer-verbosity", o.Verbosity, "The syncer's -v.")
 	fs.StringVar(&o.SyncerConfigSelector, "syncer-config-selector", "", "The syncer's --syncer-config-selector: a label selector of the SyncerConfigs (and EdgeSyncConfigs) it reads, for several syncers sharing one upstream; --rbac=least grants only what those need. Empty: all of them.")
 	fs.StringVar(&o.resources.RequestsCPU, "requests-cpu", o.resources.RequestsCPU, "CPU the syncer container requests; empty: no request.")
@@ -112,6 +112,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	// Release-0.14 command lines keep working.
 	fs.StringSliceVar(&o.labels, "labels", nil, "")
 	_ = fs.MarkDeprecated("labels", "it has no effect, as in release-0.14 (its values are still checked to be key=value labels)")
+	fs.StringVar(&o.UpstreamNamespace, "kcp-namespace", o.UpstreamNamespace, "")
+	_ = fs.MarkDeprecated("kcp-namespace", "use --upstream-namespace instead (it names the upstream namespace of any upstream, kcp or not)")
 	fs.IntP("v", "v", 0, "")
 	_ = fs.MarkDeprecated("v", "syncer-gen writes its progress to standard error at one level; --syncer-verbosity sets the syncer's -v")
 	o.legacyLogs = legacyflags.Klog(fs)

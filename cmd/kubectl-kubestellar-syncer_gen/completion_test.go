@@ -60,7 +60,7 @@ func TestComplete(t *testing.T) {
 		{"shells", pluginName, []string{"__complete", "completion", ""}, []string{"bash", "zsh", "fish", "powershell"}},
 		{"kubectl_complete-kubestellar-syncer_gen", "/some/dir/kubectl_complete-kubestellar-syncer_gen", []string{"--rbac", ""}, []string{"broad", "least"}},
 		{"kubectl_complete-kubestellar: the command", "kubectl_complete-kubestellar", []string{"sy"}, []string{"syncer-gen"}},
-		{"kubectl_complete-kubestellar: its flags", "kubectl_complete-kubestellar", []string{"syncer-gen", "--kcp-"}, []string{"--kcp-namespace"}},
+		{"kubectl_complete-kubestellar: its flags", "kubectl_complete-kubestellar", []string{"syncer-gen", "--upstream-n"}, []string{"--upstream-namespace"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lines := completions(t, tc.argv0, tc.args...)

@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 // loggingHelper parses args as main does and prepares the options as run does (the logs on stderr),
 // then logs.
 func loggingHelper(args []string) int {
-	opts, done, err := parseFlags(append([]string{"--from-kubeconfig=k", "--sync-target-uid=u"}, args...), os.Stdout, os.Stderr)
+	opts, done, err := parseFlags(append([]string{"--upstream-kubeconfig=k", "--sync-target-uid=u"}, args...), os.Stdout, os.Stderr)
 	if err == nil && done {
 		err = errors.New("done after parsing")
 	}

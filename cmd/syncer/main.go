@@ -58,7 +58,7 @@ the SyncerConfigs select for upsync are copied up. It is event-driven, serves Pr
 /healthz and /readyz, and with --leader-elect works only while it holds a Lease at the edge.
 
 Usage:
-  syncer --from-kubeconfig <mailbox kubeconfig> [--to-kubeconfig <edge kubeconfig>] \
+  syncer --upstream-kubeconfig <mailbox kubeconfig> [--downstream-kubeconfig <edge kubeconfig>] \
     --sync-target-name <name> --sync-target-uid <uid> [flags]
 
 Flags:

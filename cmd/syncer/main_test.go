@@ -17,7 +17,7 @@ func TestHelpAndVersionOnStdout(t *testing.T) {
 			t.Fatalf("%v: done %v, err %v", args, done, err)
 		}
 		out := stdout.String()
-		if !strings.HasPrefix(out, "The KubeStellar syncer runs in an edge cluster") || !strings.Contains(out, "\n\nUsage:\n  syncer --from-kubeconfig") {
+		if !strings.HasPrefix(out, "The KubeStellar syncer runs in an edge cluster") || !strings.Contains(out, "\n\nUsage:\n  syncer --upstream-kubeconfig") {
 			t.Errorf("%v: stdout does not begin with the description and the usage:\n%s", args, out)
 		}
 		for _, want := range []string{"--leader-elect-resource-namespace", "--leader-elect-resource-name", "--version", "--workers", "-v, --v"} {

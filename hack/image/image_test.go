@@ -288,8 +288,8 @@ func checkImage(t *testing.T, img v1.Image, plat v1.Platform, digest v1.Hash) {
 	checkStatic(t, syncer, plat)
 	if plat.OS == runtime.GOOS && plat.Architecture == runtime.GOARCH {
 		help := runDirect(t, rootfs, c, "--help")
-		if !strings.Contains(help, "--from-kubeconfig") {
-			t.Errorf("/syncer --help printed no --from-kubeconfig:\n%s", help)
+		if !strings.Contains(help, "--upstream-kubeconfig") {
+			t.Errorf("/syncer --help printed no --upstream-kubeconfig:\n%s", help)
 		}
 		var wantVersion string
 		if strings.Contains(help, "--version") {
@@ -522,10 +522,10 @@ func runInRuntime(t *testing.T, rootfs string, c v1.Config, wantHelp, wantVersio
 	t.Logf("%s ran the image: /syncer --help on a read-only root, no capabilities, exit 0, %d lines of help", filepath.Base(rt), strings.Count(stdout, "\n"))
 	// Not root: /root (0700, root's) is closed to the process, so the kubeconfig there cannot even
 	// be looked for (root, even without capabilities, would find it missing instead).
-	stdout, stderr, code = run("run", append(c.Entrypoint, "--from-kubeconfig=/root/kubeconfig",
+	stdout, stderr, code = run("run", append(c.Entrypoint, "--upstream-kubeconfig=/root/kubeconfig",
 		"--sync-target-name=image-test", "--sync-target-uid=image-test")...)
 	if code == 0 || !strings.Contains(stderr, "/root/kubeconfig: permission denied") {
-		t.Fatalf("%s run: /syncer --from-kubeconfig=/root/kubeconfig exited %d, want a failure to stat it as a user other than root (permission denied):\n%s%s", rt, code, stdout, stderr)
+		t.Fatalf("%s run: /syncer --upstream-kubeconfig=/root/kubeconfig exited %d, want a failure to stat it as a user other than root (permission denied):\n%s%s", rt, code, stdout, stderr)
 	}
 	t.Logf("%s ran the image as %s (not root: %s)", filepath.Base(rt), c.User, strings.TrimSpace(stderr))
 	if wantVersion != "" {

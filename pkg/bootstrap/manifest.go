@@ -66,7 +66,7 @@ func (e Edge) verifies() bool { return e.SignaturePolicy != "" && e.SignaturePol
 // SyncerArgs are the syncer's arguments in the Deployment; the image's ENTRYPOINT is the syncer.
 func (e Edge) SyncerArgs() []string {
 	args := []string{
-		"--from-kubeconfig=" + KubeconfigMount + KubeconfigKey,
+		"--upstream-kubeconfig=" + KubeconfigMount + KubeconfigKey,
 		"--sync-target-name=" + e.SyncTargetName,
 		"--sync-target-uid=" + e.SyncTargetUID,
 	}
@@ -74,9 +74,9 @@ func (e Edge) SyncerArgs() []string {
 		args = append(args, "--syncer-config-selector="+e.SyncerConfigSelector)
 	}
 	args = append(args,
-		"--qps="+strconv.FormatFloat(float64(e.QPS), 'f', -1, 32),
-		"--burst="+strconv.Itoa(e.Burst),
-		"--downstream-qps=-1", // the edge's API Priority and Fairness paces the syncer (--qps alone would limit it too)
+		"--upstream-qps="+strconv.FormatFloat(float64(e.QPS), 'f', -1, 32),
+		"--upstream-burst="+strconv.Itoa(e.Burst),
+		"--downstream-qps=-1", // the edge's API Priority and Fairness paces the syncer (--upstream-qps alone would limit it too)
 		"--metrics-bind-address=:"+strconv.Itoa(MetricsPort),
 		"--metrics-secure",
 		"--health-probe-bind-address=:"+strconv.Itoa(HealthPort),

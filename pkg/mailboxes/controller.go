@@ -41,7 +41,7 @@ var (
 
 // Config is what NewController needs.
 type Config struct {
-	// Provider is the workspace that holds the APIExportEndpointSlice (the --from-kubeconfig one);
+	// Provider is the workspace that holds the APIExportEndpointSlice (the --upstream-kubeconfig one);
 	// the virtual workspace is reached with the same credentials.
 	Provider *rest.Config
 	// EndpointSlice names the APIExportEndpointSlice.

@@ -49,7 +49,7 @@ func (c *Controller) watchURL(ctx context.Context, provider *informermanager.Man
 	refused := ""
 	for !slices.Synced("") {
 		if err := slices.Denied(); err != nil && err.Error() != refused {
-			logger.Error(err, "Cannot watch the APIExportEndpointSlice in the workspace of --from-kubeconfig (is it a kcp workspace, and may the syncer read apiexportendpointslices?)",
+			logger.Error(err, "Cannot watch the APIExportEndpointSlice in the workspace of --upstream-kubeconfig (is it a kcp workspace, and may the syncer read apiexportendpointslices?)",
 				"endpointSlice", c.cfg.EndpointSlice)
 			refused = err.Error()
 		}
@@ -60,7 +60,7 @@ func (c *Controller) watchURL(ctx context.Context, provider *informermanager.Man
 		}
 	}
 	if len(slices.List("")) == 0 {
-		logger.Error(nil, "The APIExportEndpointSlice does not exist (yet) in the workspace of --from-kubeconfig; waiting for it", "endpointSlice", c.cfg.EndpointSlice)
+		logger.Error(nil, "The APIExportEndpointSlice does not exist (yet) in the workspace of --upstream-kubeconfig; waiting for it", "endpointSlice", c.cfg.EndpointSlice)
 	}
 	select {
 	case u := <-found:

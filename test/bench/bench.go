@@ -441,7 +441,7 @@ func (b *bench) startSyncer(extra ...string) (*syncerProc, error) {
 // startSyncerFrom starts a syncer whose upstream is the kubeconfig from, as sync target name.
 func (b *bench) startSyncerFrom(from, name string, extra ...string) (*syncerProc, error) {
 	addr := freeAddr()
-	args := []string{"--from-kubeconfig=" + from, "--to-kubeconfig=" + b.env.Downstream.Kubeconfig,
+	args := []string{"--upstream-kubeconfig=" + from, "--downstream-kubeconfig=" + b.env.Downstream.Kubeconfig,
 		"--sync-target-name=" + name, "--sync-target-uid=" + name, "--metrics-bind-address=" + addr,
 		"--health-probe-bind-address=0", "--profiling", "-v=1"}
 	args = append(args, b.cfg.syncerArgs...)

@@ -150,7 +150,7 @@ func (b *bench) measureEdges(ctx context.Context, pid int, boxes []*mailbox, per
 			func(u *url.URL) { rewriteDownstream(u, box.namespace) }); err != nil {
 			return err
 		}
-		if box.syncer, err = b.startSyncer("--to-kubeconfig="+box.downProxy.kubeconfig,
+		if box.syncer, err = b.startSyncer("--downstream-kubeconfig="+box.downProxy.kubeconfig,
 			"--sync-target-name="+box.target, "--sync-target-uid="+box.target,
 			"--syncer-config-selector="+mailboxLabel+"="+box.target); err != nil {
 			return fmt.Errorf("syncer %s: %w", box.target, err)

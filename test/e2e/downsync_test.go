@@ -523,9 +523,9 @@ func TestDownsyncIdleSendsNothing(t *testing.T) {
 // TestSyncerBadFlags: a missing kubeconfig is a one-line error and exit status 1, not a panic.
 func TestSyncerBadFlags(t *testing.T) {
 	for _, args := range [][]string{
-		{"--from-kubeconfig=/does/not/exist", "--sync-target-uid=x"},
+		{"--upstream-kubeconfig=/does/not/exist", "--sync-target-uid=x"},
 		{"--sync-target-uid=x"},
-		{"--from-kubeconfig=" + upstream.Kubeconfig, "--to-kubeconfig=/does/not/exist", "--sync-target-uid=x"},
+		{"--upstream-kubeconfig=" + upstream.Kubeconfig, "--downstream-kubeconfig=/does/not/exist", "--sync-target-uid=x"},
 	} {
 		out, err := exec.Command(syncerBin, args...).CombinedOutput()
 		var ee *exec.ExitError

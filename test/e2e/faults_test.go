@@ -122,7 +122,7 @@ func TestHungUpstreamNoticed(t *testing.T) {
 		t.Fatal(err)
 	}
 	px := startProxy(t, u.Host)
-	p := f.startSyncer(withArgs("--from-kubeconfig="+proxiedKubeconfig(t, upstream, px.addr), "--heartbeat-period=2s"))
+	p := f.startSyncer(withArgs("--upstream-kubeconfig="+proxiedKubeconfig(t, upstream, px.addr), "--heartbeat-period=2s"))
 	f.waitFor(f.down, gvrConfigMaps, ns, "before", hasMark)
 	eventually(t, 30*time.Second, "ready", func() (bool, string) { code, body := p.probe("/readyz"); return code == 200, body })
 
@@ -157,7 +157,7 @@ func TestRecoveryRetriesAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	px := startProxy(t, du.Host)
-	p := f.startSyncer(withArgs("--to-kubeconfig=" + kubeconfigVia(t, env.Downstream, "https://"+px.addr, "")))
+	p := f.startSyncer(withArgs("--downstream-kubeconfig=" + kubeconfigVia(t, env.Downstream, "https://"+px.addr, "")))
 	eventually(t, 30*time.Second, "ready", func() (bool, string) { code, body := p.probe("/readyz"); return code == 200, body })
 
 	px.stop() // partition: connections dropped, new ones refused

@@ -260,7 +260,7 @@ func (f *fixture) startSyncer(opts ...syncerOption) *syncerProc {
 	f.t.Helper()
 	addr, healthAddr := freeAddr(f.t), freeAddr(f.t)
 	args := []string{
-		"--from-kubeconfig=" + upstream.Kubeconfig, "--to-kubeconfig=" + env.Downstream.Kubeconfig,
+		"--upstream-kubeconfig=" + upstream.Kubeconfig, "--downstream-kubeconfig=" + env.Downstream.Kubeconfig,
 		"--sync-target-name=" + f.name, "--sync-target-uid=uid-" + f.name,
 		"--metrics-bind-address=" + addr, "--health-probe-bind-address=" + healthAddr, "-v=4",
 	}

@@ -225,9 +225,9 @@ func TestManyMailboxes(t *testing.T) {
 	f.create(a.c, gvrNamespaces, obj("v1", "Namespace", "", "backroom", nil))
 	f.create(a.c, gvrConfigMaps, configMap("backroom", "stash", map[string]interface{}{"from": a.ws.Name}))
 
-	// --from-kubeconfig given again: the last one counts, the provider workspace instead of the mailbox.
+	// --upstream-kubeconfig given again: the last one counts, the provider workspace instead of the mailbox.
 	start := func() *syncerProc {
-		return f.startSyncer(withArgs("--from-kubeconfig="+bed.Provider.Kubeconfig, "--apiexport-endpoint-slice="+bed.Export.Name,
+		return f.startSyncer(withArgs("--upstream-kubeconfig="+bed.Provider.Kubeconfig, "--apiexport-endpoint-slice="+bed.Export.Name,
 			"--heartbeat-period=1s", "--conflict-recheck-period=2s"))
 	}
 	p := start()

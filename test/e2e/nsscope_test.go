@@ -36,7 +36,7 @@ func TestUpstreamInformersScopedToNamespaces(t *testing.T) {
 	id := f.namespaceScopedIdentity(nsA)
 	f.syncerConfig(f.name, nsScope([]string{nsA}, resource("", "v1", "configmaps")))
 	f.update(f.up, gvrSyncerConfig, "", f.name, withLabel(label, f.name))
-	p := f.startSyncer(withArgs("--from-kubeconfig="+id.kubeconfig, "--syncer-config-selector="+label+"="+f.name, "--heartbeat-period=5s"))
+	p := f.startSyncer(withArgs("--upstream-kubeconfig="+id.kubeconfig, "--syncer-config-selector="+label+"="+f.name, "--heartbeat-period=5s"))
 
 	first := f.waitFor(f.down, gvrConfigMaps, nsA, "app", hasMark)
 	f.expectSelectionValid()

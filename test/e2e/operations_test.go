@@ -267,7 +267,7 @@ func TestHealthProbesAndDisconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	px := startProxy(t, u.Host)
-	p := f.startSyncer(withArgs("--from-kubeconfig=" + kubeconfigVia(t, upstream, "https://"+px.addr+u.Path, "")))
+	p := f.startSyncer(withArgs("--upstream-kubeconfig=" + kubeconfigVia(t, upstream, "https://"+px.addr+u.Path, "")))
 	eventually(t, 30*time.Second, "ready", func() (bool, string) {
 		code, body := p.probe("/readyz")
 		return code == 200, fmt.Sprintf("%d %s", code, body)
@@ -364,7 +364,7 @@ func TestNoSecretsInLogs(t *testing.T) {
 	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps")))
 	kc := kubeconfigVia(t, upstream, upstream.URL, upstream.BearerToken)
 	for _, v := range []string{"6", "9"} {
-		p := f.startSyncer(withArgs("--from-kubeconfig="+kc, "-v="+v))
+		p := f.startSyncer(withArgs("--upstream-kubeconfig="+kc, "-v="+v))
 		f.waitFor(f.down, gvrConfigMaps, ns, "c", hasMark)
 		// Everything the start-up sends (lists, watches, the apply, the status) is in the log.
 		p.waitSettled()

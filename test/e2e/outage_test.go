@@ -89,9 +89,9 @@ func newOutageScenario(t *testing.T, side string) *outageScenario {
 	}}
 	f.syncerConfig(f.name, spec)
 	// The syncer reaches the side that fails through a proxy that can make its lists slow.
-	flag, server := "--to-kubeconfig=", env.Downstream
+	flag, server := "--downstream-kubeconfig=", env.Downstream
 	if side == "upstream" {
-		flag, server = "--from-kubeconfig=", upstream
+		flag, server = "--upstream-kubeconfig=", upstream
 	}
 	o.px = startListProxy(t, server)
 	o.p = f.startSyncer(withArgs(flag+o.px.kubeconfig(t, server), "--audit-period="+auditPeriod.String()), highChurn)
@@ -418,7 +418,7 @@ func TestFaultDeleteWhileEdgeRelists(t *testing.T) {
 	f.create(f.up, gvrConfigMaps, configMap(ns, "before", map[string]interface{}{"k": "v"}))
 	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps")))
 	px := startListProxy(t, env.Downstream)
-	p := f.startSyncer(withArgs("--to-kubeconfig="+px.kubeconfig(t, env.Downstream), "--audit-period="+auditPeriod.String()))
+	p := f.startSyncer(withArgs("--downstream-kubeconfig="+px.kubeconfig(t, env.Downstream), "--audit-period="+auditPeriod.String()))
 	f.waitFor(f.down, gvrConfigMaps, ns, "before", hasMark)
 
 	px.down()

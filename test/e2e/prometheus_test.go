@@ -245,7 +245,7 @@ func TestPrometheusAlerts(t *testing.T) {
 		t.Fatal(err)
 	}
 	px := startProxy(t, u.Host)
-	args := withArgs("--from-kubeconfig="+proxiedKubeconfig(t, upstream, px.addr), "--heartbeat-period=2s",
+	args := withArgs("--upstream-kubeconfig="+proxiedKubeconfig(t, upstream, px.addr), "--heartbeat-period=2s",
 		"--leader-elect", "--leader-elect-resource-namespace="+leaseNS)
 	leader := f.startSyncer(args)
 	f.waitFor(f.down, gvrConfigMaps, ns, "c0", hasMark)

@@ -33,7 +33,7 @@ func TestStatusOfASharedObject(t *testing.T) {
 	start := func(target, edgeKubeconfig string) *syncerProc {
 		f.syncerConfig(target, nsScope([]string{ns}, resource("", "v1", "services")))
 		f.update(f.up, gvrSyncerConfig, "", target, withLabel(targetLabel, target))
-		return f.startSyncer(withArgs("--sync-target-name="+target, "--to-kubeconfig="+edgeKubeconfig, "--heartbeat-period=1s",
+		return f.startSyncer(withArgs("--sync-target-name="+target, "--downstream-kubeconfig="+edgeKubeconfig, "--heartbeat-period=1s",
 			"--syncer-config-selector="+testLabel+"="+f.name+","+targetLabel+"="+target))
 	}
 	ingress := func(ip string) map[string]interface{} {
@@ -113,7 +113,7 @@ func TestTwoSyncersOneConfig(t *testing.T) {
 	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps")))
 	x, y := f.name+"-x", f.name+"-y"
 	f.startSyncer(f.ownConfigs(), withArgs("--sync-target-name="+x, "--heartbeat-period=1s"))
-	py := f.startSyncer(f.ownConfigs(), withArgs("--sync-target-name="+y, "--heartbeat-period=1s", "--to-kubeconfig="+edge2.Kubeconfig))
+	py := f.startSyncer(f.ownConfigs(), withArgs("--sync-target-name="+y, "--heartbeat-period=1s", "--downstream-kubeconfig="+edge2.Kubeconfig))
 
 	entries := func(o *unstructured.Unstructured) map[string]string {
 		out := map[string]string{}

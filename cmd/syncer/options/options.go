@@ -154,14 +154,14 @@ func NewOptions() *Options {
 // AddFlags registers the flags, the logging flags of Kubernetes components among them
 // (--logging-format, -v, --vmodule, --log-flush-frequency).
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.FromKubeconfig, "from-kubeconfig", o.FromKubeconfig, "Kubeconfig of the upstream (mailbox workspace). Required.")
-	fs.StringVar(&o.FromContext, "from-context", o.FromContext, "Context in --from-kubeconfig to use (default: its current context).")
-	fs.StringVar(&o.ToKubeconfig, "to-kubeconfig", o.ToKubeconfig, "Kubeconfig of the downstream (edge cluster); empty means the in-cluster config.")
-	fs.StringVar(&o.ToContext, "to-context", o.ToContext, "Context in --to-kubeconfig to use.")
+	fs.StringVar(&o.FromKubeconfig, "upstream-kubeconfig", o.FromKubeconfig, "Kubeconfig of the upstream (mailbox workspace). Required (release-0.14: --from-kubeconfig).")
+	fs.StringVar(&o.FromContext, "upstream-context", o.FromContext, "Context in --upstream-kubeconfig to use (default: its current context).")
+	fs.StringVar(&o.ToKubeconfig, "downstream-kubeconfig", o.ToKubeconfig, "Kubeconfig of the downstream (edge cluster); empty means the in-cluster config (release-0.14: --to-kubeconfig).")
+	fs.StringVar(&o.ToContext, "downstream-context", o.ToContext, "Context in --downstream-kubeconfig to use.")
 	fs.StringVar(&o.SyncTargetName, "sync-target-name", o.SyncTargetName, "Name of the sync target; it identifies this syncer's objects downstream (label "+"edge.kubestellar.io/downsynced-by).")
 	fs.StringVar(&o.SyncTargetUID, "sync-target-uid", o.SyncTargetUID, "UID of the sync target. Required.")
-	fs.Float32Var(&o.QPS, "qps", o.QPS, "Client-side limit of requests per second to the upstream (mailbox workspace); negative: no client-side limit. Given without --downstream-qps, it limits the downstream too (with --burst), as release-0.14's --qps did.")
-	fs.IntVar(&o.Burst, "burst", o.Burst, "Client-side burst of requests to the upstream.")
+	fs.Float32Var(&o.QPS, "upstream-qps", o.QPS, "Client-side limit of requests per second to the upstream (mailbox workspace); negative: no client-side limit.")
+	fs.IntVar(&o.Burst, "upstream-burst", o.Burst, "Client-side burst of requests to the upstream.")
 	fs.Float32Var(&o.DownstreamQPS, "downstream-qps", o.DownstreamQPS, "Client-side limit of requests per second to the downstream (edge cluster); negative: no client-side limit, the edge's API Priority and Fairness paces the syncer.")
 	fs.IntVar(&o.DownstreamBurst, "downstream-burst", o.DownstreamBurst, "Client-side burst of requests to the downstream, when --downstream-qps is positive.")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Number of downsync workers.")
@@ -198,13 +198,21 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	// The names these flags had before they were named as Kubernetes components name them: still
 	// accepted (bound to the same options), with a deprecation line on standard error, and hidden
 	// from --help.
-	for _, alias := range []struct{ old, current string }{
-		{"leader-elect-namespace", "leader-elect-resource-namespace"},
-		{"leader-elect-lease-name", "leader-elect-resource-name"},
+	// And release-0.14's names of the two sides (from: upstream, to: downstream); its --qps and
+	// --burst given without --downstream-qps limit both sides, as they did there (Complete).
+	for _, alias := range []struct{ old, current, note string }{
+		{"leader-elect-namespace", "leader-elect-resource-namespace", ""},
+		{"leader-elect-lease-name", "leader-elect-resource-name", ""},
+		{"from-kubeconfig", "upstream-kubeconfig", ""},
+		{"from-context", "upstream-context", ""},
+		{"to-kubeconfig", "downstream-kubeconfig", ""},
+		{"to-context", "downstream-context", ""},
+		{"qps", "upstream-qps", " (given without --downstream-qps, --qps limits the downstream too, as in release-0.14)"},
+		{"burst", "upstream-burst", " (given without --downstream-qps, --burst applies to the downstream too, as in release-0.14)"},
 	} {
 		f := fs.Lookup(alias.current)
 		fs.Var(f.Value, alias.old, f.Usage)
-		_ = fs.MarkDeprecated(alias.old, "use --"+alias.current+" instead")
+		_ = fs.MarkDeprecated(alias.old, "use --"+alias.current+" instead"+alias.note)
 	}
 
 	logsapi.AddFlags(o.Logs, fs)
@@ -222,7 +230,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // Complete fills in what follows from other flags.
 func (o *Options) Complete() error {
 	if o.flags != nil && o.flags.Changed("qps") && !o.flags.Changed("downstream-qps") {
-		// As release-0.14's --qps and --burst: a limit given for the upstream alone limits the edge too.
+		// As release-0.14's --qps and --burst (deprecated aliases of --upstream-qps and --upstream-burst):
+		// given alone, they limit the edge too.
 		o.DownstreamQPS = o.QPS
 		if !o.flags.Changed("downstream-burst") {
 			o.DownstreamBurst = o.Burst
@@ -248,7 +257,7 @@ func (o *Options) Complete() error {
 func (o *Options) Validate() error {
 	var errs []string
 	if o.FromKubeconfig == "" {
-		errs = append(errs, "--from-kubeconfig is required")
+		errs = append(errs, "--upstream-kubeconfig is required")
 	}
 	if o.legacyLogs != nil {
 		if err := o.legacyLogs(); err != nil {
@@ -267,7 +276,7 @@ func (o *Options) Validate() error {
 		errs = append(errs, "--signature-policy="+string(p)+" needs --signature-keys")
 	}
 	if o.QPS == 0 || (o.QPS > 0 && o.Burst <= 0) {
-		errs = append(errs, "--qps must be positive (or negative: no client-side limit) and --burst positive")
+		errs = append(errs, "--upstream-qps must be positive (or negative: no client-side limit) and --upstream-burst positive")
 	}
 	if o.DownstreamQPS == 0 || (o.DownstreamQPS > 0 && o.DownstreamBurst <= 0) {
 		errs = append(errs, "--downstream-qps must be positive (or negative: no client-side limit) and --downstream-burst positive")
@@ -344,15 +353,15 @@ func (o *Options) validateLogs() []string {
 func (o *Options) RESTConfigs() (upstream, downstream *rest.Config, err error) {
 	upstream, err = load(o.FromKubeconfig, o.FromContext)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--from-kubeconfig %s: %w", o.FromKubeconfig, err)
+		return nil, nil, fmt.Errorf("--upstream-kubeconfig %s: %w", o.FromKubeconfig, err)
 	}
 	if o.ToKubeconfig == "" {
 		downstream, err = rest.InClusterConfig()
 		if err != nil {
-			return nil, nil, fmt.Errorf("--to-kubeconfig is empty and the in-cluster config is not usable: %w", err)
+			return nil, nil, fmt.Errorf("--downstream-kubeconfig is empty and the in-cluster config is not usable: %w", err)
 		}
 	} else if downstream, err = load(o.ToKubeconfig, o.ToContext); err != nil {
-		return nil, nil, fmt.Errorf("--to-kubeconfig %s: %w", o.ToKubeconfig, err)
+		return nil, nil, fmt.Errorf("--downstream-kubeconfig %s: %w", o.ToKubeconfig, err)
 	}
 	upstream.QPS, upstream.Burst = o.QPS, o.Burst
 	downstream.QPS, downstream.Burst = o.DownstreamQPS, o.DownstreamBurst

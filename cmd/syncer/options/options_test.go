@@ -24,7 +24,7 @@ func TestValidateWorkers(t *testing.T) {
 		{args: []string{"--upsync-workers=-2"}, wantErr: "--upsync-workers must be at least 1 (got -2)"},
 		{args: []string{"--workers=0", "--upsync-workers=0"}, wantErr: "--workers must be at least 1 (got 0); --upsync-workers must be at least 1 (got 0)"},
 		{args: []string{"--syncer-config-selector=edge.kubestellar.io/sync-target=edge-1"}},
-		{args: []string{"--downstream-qps=100", "--downstream-burst=200", "--qps=-1"}},
+		{args: []string{"--downstream-qps=100", "--downstream-burst=200", "--upstream-qps=-1"}},
 		{args: []string{"--downstream-qps=0"}, wantErr: "--downstream-qps must be positive (or negative: no client-side limit) and --downstream-burst positive"},
 		{args: []string{"--downstream-qps=50", "--downstream-burst=0"}, wantErr: "--downstream-qps must be positive (or negative: no client-side limit) and --downstream-burst positive"},
 		{args: []string{"--syncer-config-selector=a in (b"}, wantErr: "--syncer-config-selector: unable to parse requirement: found '', expected: ',' or ')'"},
@@ -32,7 +32,7 @@ func TestValidateWorkers(t *testing.T) {
 		o := NewOptions()
 		fs := pflag.NewFlagSet("syncer", pflag.ContinueOnError)
 		o.AddFlags(fs)
-		if err := fs.Parse(append([]string{"--from-kubeconfig=k", "--sync-target-uid=u"}, tc.args...)); err != nil {
+		if err := fs.Parse(append([]string{"--upstream-kubeconfig=k", "--sync-target-uid=u"}, tc.args...)); err != nil {
 			t.Fatal(err)
 		}
 		if err := o.Complete(); err != nil {
@@ -70,7 +70,7 @@ func TestValidateLogging(t *testing.T) {
 		o := NewOptions()
 		fs := pflag.NewFlagSet("syncer", pflag.ContinueOnError)
 		o.AddFlags(fs)
-		if err := fs.Parse(append([]string{"--from-kubeconfig=k", "--sync-target-uid=u"}, tc.args...)); err != nil {
+		if err := fs.Parse(append([]string{"--upstream-kubeconfig=k", "--sync-target-uid=u"}, tc.args...)); err != nil {
 			t.Fatalf("%v: %v", tc.args, err)
 		}
 		if err := o.Complete(); err != nil {
@@ -86,7 +86,7 @@ func TestValidateLogging(t *testing.T) {
 	}
 }
 
-// TestRESTConfigsLimits: the upstream client keeps --qps and --burst (500 and 1000 by default); the
+// TestRESTConfigsLimits: the upstream client keeps --upstream-qps and --upstream-burst (500 and 1000 by default); the
 // edge client has no client-side limit by default, and --downstream-qps and --downstream-burst
 // when given.
 func TestRESTConfigsLimits(t *testing.T) {
@@ -106,15 +106,16 @@ current-context: x
 		upBurst, downBurst int
 	}{
 		{args: nil, upQPS: 500, upBurst: 1000, downQPS: -1, downBurst: 1000},
-		{args: []string{"--qps=20", "--burst=30", "--downstream-qps=50", "--downstream-burst=100"}, upQPS: 20, upBurst: 30, downQPS: 50, downBurst: 100},
-		// release-0.14: --qps and --burst limit both sides.
+		{args: []string{"--upstream-qps=20", "--upstream-burst=30", "--downstream-qps=50", "--downstream-burst=100"}, upQPS: 20, upBurst: 30, downQPS: 50, downBurst: 100},
+		{args: []string{"--upstream-qps=20", "--upstream-burst=30"}, upQPS: 20, upBurst: 30, downQPS: -1, downBurst: 1000},
+		// release-0.14's --qps and --burst (deprecated aliases) limit both sides, unless --downstream-qps is given.
 		{args: []string{"--qps=20", "--burst=30"}, upQPS: 20, upBurst: 30, downQPS: 20, downBurst: 30},
 		{args: []string{"--qps=20", "--burst=30", "--downstream-qps=-1"}, upQPS: 20, upBurst: 30, downQPS: -1, downBurst: 1000},
 	} {
 		o := NewOptions()
 		fs := pflag.NewFlagSet("syncer", pflag.ContinueOnError)
 		o.AddFlags(fs)
-		if err := fs.Parse(append([]string{"--from-kubeconfig=" + kubeconfig, "--to-kubeconfig=" + kubeconfig, "--sync-target-uid=u"}, tc.args...)); err != nil {
+		if err := fs.Parse(append([]string{"--upstream-kubeconfig=" + kubeconfig, "--downstream-kubeconfig=" + kubeconfig, "--sync-target-uid=u"}, tc.args...)); err != nil {
 			t.Fatal(err)
 		}
 		if err := o.Complete(); err != nil {
@@ -156,7 +157,7 @@ func TestRelease014CommandLine(t *testing.T) {
 	}{
 		{args: []string{"--from-kubeconfig=/kubestellar/kubeconfig", "--sync-target-name=edge1", "--sync-target-uid=u", "--qps=20", "--burst=30", "--v=3",
 			"--logtostderr", "--alsologtostderr=false", "--stderrthreshold", "2", "--skip_headers"}},
-		{args: []string{"--from-kubeconfig=k", "--sync-target-uid=u", "--log_dir=/var/log"}, wantErr: "--log_dir: writing logs to files is not supported"},
+		{args: []string{"--from-kubeconfig=k", "--to-context=edge", "--sync-target-uid=u", "--log_dir=/var/log"}, wantErr: "--log_dir: writing logs to files is not supported"},
 	} {
 		o := NewOptions()
 		fs := pflag.NewFlagSet("syncer", pflag.ContinueOnError)
@@ -174,8 +175,8 @@ func TestRelease014CommandLine(t *testing.T) {
 		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
 			t.Errorf("%v: %v, want %q", tc.args, err, tc.wantErr)
 		}
-		if tc.wantErr == "" && (o.DownstreamQPS != 20 || o.Logs.Verbosity != 3) {
-			t.Errorf("%v: downstream qps %v, -v %v; want 20 and 3", tc.args, o.DownstreamQPS, o.Logs.Verbosity)
+		if tc.wantErr == "" && (o.DownstreamQPS != 20 || o.Logs.Verbosity != 3 || o.FromKubeconfig != "/kubestellar/kubeconfig") {
+			t.Errorf("%v: downstream qps %v, -v %v, upstream kubeconfig %q; want 20, 3 and the --from-kubeconfig's", tc.args, o.DownstreamQPS, o.Logs.Verbosity, o.FromKubeconfig)
 		}
 	}
 }
