@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -208,7 +209,7 @@ func (o *options) readSignatureKeys() error {
 	case len(o.signatureKeyFiles) == 0:
 		return fmt.Errorf("--signature-policy %s needs --signature-public-keys", policy)
 	}
-	if _, err := signature.NewTrust(policy, o.signatureKeyFiles); err != nil { // they parse, and hold a key
+	if _, err := signature.NewTrust(klog.Background(), policy, o.signatureKeyFiles); err != nil { // they parse, and hold a key
 		return fmt.Errorf("--signature-public-keys: %w", err)
 	}
 	o.SignatureKeys = nil

@@ -144,7 +144,7 @@ func run(opts *options.Options, stdout, stderr io.Writer) error {
 	}
 	defer stopEdge()
 	cfg.EdgeRecorder = edgeRecorder
-	if cfg.Signatures, err = signatures(opts); err != nil {
+	if cfg.Signatures, err = signatures(logger, opts); err != nil {
 		return err
 	}
 	if cfg.Signatures != nil {
@@ -220,12 +220,12 @@ func eventRecorder(ctx context.Context, cfg *rest.Config, syncTarget string) (re
 }
 
 // signatures are the keys and policy the edge verifies what it applies with (nil: Off).
-func signatures(opts *options.Options) (downsync.Signatures, error) {
+func signatures(logger klog.Logger, opts *options.Options) (downsync.Signatures, error) {
 	policy, err := signature.ParsePolicy(opts.SignaturePolicy)
 	if err != nil || policy == signature.Off {
 		return nil, err
 	}
-	trust, err := signature.NewTrust(policy, opts.SignatureKeys)
+	trust, err := signature.NewTrust(logger, policy, opts.SignatureKeys)
 	if err != nil {
 		return nil, fmt.Errorf("--signature-keys: %w", err)
 	}

@@ -95,7 +95,7 @@ func (o *Options) Validate() error {
 		errs = append(errs, "--lifetime must be at least 10m")
 	}
 	if o.QPS <= 0 || o.Burst <= 0 {
-		errs = append(errs, "--upstream-qps and --upstream-burst must be positive")
+		errs = append(errs, "--qps and --burst must be positive")
 	}
 	if _, err := o.requirements(); err != nil {
 		errs = append(errs, err.Error())

@@ -76,7 +76,7 @@ func (e Edge) SyncerArgs() []string {
 	args = append(args,
 		"--upstream-qps="+strconv.FormatFloat(float64(e.QPS), 'f', -1, 32),
 		"--upstream-burst="+strconv.Itoa(e.Burst),
-		"--downstream-qps=-1", // the edge's API Priority and Fairness paces the syncer (--upstream-qps alone would limit it too)
+		"--downstream-qps=-1", // the edge's API Priority and Fairness paces the syncer
 		"--metrics-bind-address=:"+strconv.Itoa(MetricsPort),
 		"--metrics-secure",
 		"--health-probe-bind-address=:"+strconv.Itoa(HealthPort),

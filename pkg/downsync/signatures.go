@@ -2,6 +2,7 @@ package downsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,16 +17,24 @@ import (
 // SignatureInvalid is the reason of the Warning Event on an upstream object that does not verify.
 const SignatureInvalid = "SignatureInvalid"
 
+// errRenamed: a conversion renames a signed object.
+var errRenamed = errors.New("a conversion of a SyncerConfig renames it, and conversions are not signed")
+
 // verified is the upstream object to write: what was signed, when the edge requires signatures and
 // it verifies. One that does not verify is not written under Enforce (ok false: the edge keeps the
 // version it has, the last verified), and written as it is under Warn; either way it is said once
 // per reason: a Warning Event on it, a log line at level 0, a failure in ObjectsSynced (Enforce).
-func (c *Controller) verified(ctx context.Context, key framework.Key, upObj *unstructured.Unstructured) (*unstructured.Unstructured, bool) {
+// An object a conversion renames does not verify either: conversions come from the mailbox's
+// SyncerConfigs, which are not signed, and would write the signed content under another name or kind.
+func (c *Controller) verified(ctx context.Context, key framework.Key, upObj *unstructured.Unstructured, renamed bool) (*unstructured.Unstructured, bool) {
 	v := c.cfg.Signatures
 	if v == nil {
 		return upObj, true
 	}
 	signed, keyID, err := v.Verify(upObj)
+	if err == nil && renamed {
+		err = errRenamed
+	}
 	if err == nil {
 		klog.FromContext(ctx).V(logging.Trace).Info("Signature verified", "keyID", keyID)
 		c.unsigned.Clear(key)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
 )
 
 // Policy is what the edge does with an object that is not signed by a key it trusts.
@@ -49,6 +50,7 @@ type Trust struct {
 	policy Policy
 	paths  []string
 	now    func() time.Time
+	logger klog.Logger
 
 	mu      sync.Mutex
 	keys    map[string]ed25519.PublicKey
@@ -57,9 +59,10 @@ type Trust struct {
 }
 
 // NewTrust reads the keys at paths for policy; an error when none can be read (under Warn or
-// Enforce, a syncer that trusts no key would refuse or warn about everything).
-func NewTrust(policy Policy, paths []string) (*Trust, error) {
-	t := &Trust{policy: policy, paths: paths, now: time.Now}
+// Enforce, a syncer that trusts no key would refuse or warn about everything). Key changes are
+// logged to logger.
+func NewTrust(logger klog.Logger, policy Policy, paths []string) (*Trust, error) {
+	t := &Trust{policy: policy, paths: paths, now: time.Now, logger: logger}
 	if err := t.load(); err != nil {
 		return nil, err
 	}
@@ -77,18 +80,42 @@ func (t *Trust) Verify(obj *unstructured.Unstructured) (*unstructured.Unstructur
 	return Verify(obj, t.current())
 }
 
-// current is the trusted keys, read again when the files changed (looked at every recheck); a
-// change that cannot be read keeps the keys read before.
+// current is the trusted keys, read again when the files changed (looked at every recheck). Files
+// left without any key trust nothing (a revocation); a key file that cannot be read or parsed keeps
+// the keys read before, and says so.
 func (t *Trust) current() map[string]ed25519.PublicKey {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if now := t.now(); now.Sub(t.checked) >= recheck {
 		t.checked = now
-		if files, err := keyFiles(t.paths); err == nil && stamp(files) != t.stamp {
-			_ = t.loadLocked()
+		files, err := keyFiles(t.paths)
+		if err == nil && stamp(files) == t.stamp {
+			return t.keys
+		}
+		switch err := t.loadLocked(); {
+		case errors.Is(err, errNoKey):
+			t.keys = map[string]ed25519.PublicKey{}
+			t.logger.Error(err, "No signature key left in --signature-keys: trusting no key")
+		case err != nil:
+			t.logger.Error(err, "Could not read the signature keys again; keeping the keys read before", "keys", len(t.keys))
+		default:
+			t.logger.Info("Signature keys read again", "keyIDs", ids(t.keys))
 		}
 	}
 	return t.keys
+}
+
+// errNoKey: the key files hold no key.
+var errNoKey = errors.New("no key")
+
+// ids are the keys' ids, sorted.
+func ids(keys map[string]ed25519.PublicKey) []string {
+	out := make([]string, 0, len(keys))
+	for id := range keys {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (t *Trust) load() error {
@@ -104,6 +131,7 @@ func (t *Trust) loadLocked() error {
 	if err != nil {
 		return err
 	}
+	st := stamp(files) // before reading: a change while reading is seen at the next look
 	keys := map[string]ed25519.PublicKey{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -114,10 +142,11 @@ func (t *Trust) loadLocked() error {
 			return fmt.Errorf("signature key %s: %w", f, err)
 		}
 	}
+	t.stamp = st
 	if len(keys) == 0 {
-		return errors.New("no key")
+		return errNoKey
 	}
-	t.keys, t.stamp = keys, stamp(files)
+	t.keys = keys
 	return nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"k8s.io/klog/v2/ktesting"
 )
 
 func pemPublic(t *testing.T, pub ed25519.PublicKey) []byte {
@@ -32,7 +34,7 @@ func TestTrustReadsAndRotates(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "old.pub"), pemPublic(t, pub1), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	trust, err := NewTrust(Enforce, []string{dir})
+	trust, err := NewTrust(ktesting.NewLogger(t, ktesting.DefaultConfig), Enforce, []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +63,15 @@ func TestTrustReadsAndRotates(t *testing.T) {
 	if _, _, err := trust.Verify(stored(t, priv1)); err == nil {
 		t.Error("a removed key still verifies")
 	}
-	if _, err := NewTrust(Enforce, []string{t.TempDir()}); err == nil {
+	// Every key removed: nothing is trusted any more (a revocation), said in the log.
+	if err := os.Remove(filepath.Join(dir, "new.pub")); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(recheck)
+	if _, _, err := trust.Verify(stored(t, priv2)); err == nil {
+		t.Error("with every key file removed, a signature still verifies")
+	}
+	if _, err := NewTrust(ktesting.NewLogger(t, ktesting.DefaultConfig), Enforce, []string{t.TempDir()}); err == nil {
 		t.Error("a directory without keys was accepted")
 	}
 	if p, err := ParsePolicy("enforce"); err != nil || p != Enforce {

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,11 +34,12 @@ type Signed struct {
 
 // Errors verification returns (wrapped with detail).
 var (
-	ErrUnsigned   = errors.New("not signed")
-	ErrUnknownKey = errors.New("signed by a key the edge does not trust")
-	ErrBadSig     = errors.New("the signature does not match the signed manifest")
-	ErrChanged    = errors.New("the object differs from what was signed")
-	ErrMalformed  = errors.New("malformed signature annotation")
+	ErrUnsigned    = errors.New("not signed")
+	ErrUnknownKey  = errors.New("signed by a key the edge does not trust")
+	ErrBadSig      = errors.New("the signature does not match the signed manifest")
+	ErrChanged     = errors.New("the object differs from what was signed")
+	ErrMalformed   = errors.New("malformed signature annotation")
+	ErrOtherObject = errors.New("the signature is for another object")
 )
 
 // KeyID is a public key's id: the first 16 hex digits of the SHA-256 of the key.
@@ -47,7 +50,9 @@ func KeyID(pub ed25519.PublicKey) string {
 
 // Manifest is what is signed of obj: obj less its status, the metadata a server owns, the
 // signature, kubectl's last-applied annotation and the annotations and labels of the syncer's
-// domain (edge.kubestellar.io and its subdomains). Empty maps and lists left by the removal go too.
+// domain (edge.kubestellar.io and its subdomains) that steer the syncer without changing what the
+// edge runs (pauses, drift policy and acknowledgements, the per-target labels; not the marks that
+// change how the object is kept: signed). Empty maps and lists left by the removal go too.
 func Manifest(obj map[string]interface{}) map[string]interface{} {
 	out := unstructured.Unstructured{Object: deepCopy(obj)}
 	delete(out.Object, "status")
@@ -58,7 +63,7 @@ func Manifest(obj map[string]interface{}) map[string]interface{} {
 	for _, field := range []string{"annotations", "labels"} {
 		m, _, _ := unstructured.NestedStringMap(out.Object, "metadata", field)
 		for k := range m {
-			if control(k) || k == lastApplied {
+			if unsigned(k) || k == lastApplied || k == Annotation {
 				delete(m, k)
 			}
 		}
@@ -71,10 +76,21 @@ func Manifest(obj map[string]interface{}) map[string]interface{} {
 	return out.Object
 }
 
-// control tells whether a label or annotation key belongs to the syncer's domain.
-func control(key string) bool {
+// signedMarks are the annotations of the syncer's domain that decide how the edge keeps the object
+// (create-only, kept on deletion, recreated on an immutable change): part of what is signed, so
+// that the mailbox cannot freeze or keep a signed object at the edge by adding one.
+var signedMarks = map[string]bool{
+	"edge.kubestellar.io/downsync-overwrite":    true,
+	"edge.kubestellar.io/propagate-deletion":    true,
+	"edge.kubestellar.io/recreate-on-immutable": true,
+}
+
+// unsigned tells whether a label or annotation key is of the syncer's domain and left out of what is
+// signed: it steers the syncer (a pause, the drift policy, an acknowledgement, per-target labels).
+func unsigned(key string) bool {
 	prefix, _, found := strings.Cut(key, "/")
-	return found && (prefix == "edge.kubestellar.io" || strings.HasSuffix(prefix, ".edge.kubestellar.io"))
+	return found && (prefix == "edge.kubestellar.io" || strings.HasSuffix(prefix, ".edge.kubestellar.io")) &&
+		!signedMarks[key] && key != Annotation
 }
 
 // Canonical is the manifest's canonical JSON: object keys sorted (encoding/json sorts map keys), no
@@ -107,6 +123,9 @@ func Verify(obj *unstructured.Unstructured, keys map[string]ed25519.PublicKey) (
 	if err := utiljson.Unmarshal([]byte(value), &s); err != nil || s.Manifest == nil {
 		return nil, "", fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
+	if !keyIDForm.MatchString(s.KeyID) {
+		return nil, "", fmt.Errorf("%w: key id %.40q is not 16 hex digits", ErrMalformed, s.KeyID)
+	}
 	pub, ok := keys[s.KeyID]
 	if !ok {
 		return nil, s.KeyID, fmt.Errorf("%w (key %q)", ErrUnknownKey, s.KeyID)
@@ -122,10 +141,34 @@ func Verify(obj *unstructured.Unstructured, keys map[string]ed25519.PublicKey) (
 	if !ed25519.Verify(pub, data, sig) {
 		return nil, s.KeyID, ErrBadSig
 	}
+	if err := sameIdentity(s.Manifest, obj); err != nil {
+		return nil, s.KeyID, err
+	}
 	if path, ok := subset(s.Manifest, Manifest(obj.Object), ""); !ok {
 		return nil, s.KeyID, fmt.Errorf("%w at %s", ErrChanged, path)
 	}
 	return applied(obj, s.Manifest), s.KeyID, nil
+}
+
+// keyIDForm is what KeyID returns.
+var keyIDForm = regexp.MustCompile(`^[0-9a-f]{16}$`)
+
+// sameIdentity refuses a signature made for another object: the manifest must name obj's
+// apiVersion, kind, name and namespace (a signature copied onto an object of another name or
+// namespace does not verify; sign namespaced objects with their namespace).
+func sameIdentity(manifest map[string]interface{}, obj *unstructured.Unstructured) error {
+	m := unstructured.Unstructured{Object: manifest}
+	for _, f := range []struct{ what, signed, stored string }{
+		{"apiVersion", m.GetAPIVersion(), obj.GetAPIVersion()},
+		{"kind", m.GetKind(), obj.GetKind()},
+		{"name", m.GetName(), obj.GetName()},
+		{"namespace", m.GetNamespace(), obj.GetNamespace()},
+	} {
+		if f.signed != f.stored {
+			return fmt.Errorf("%w: signed for %s %q, not %q", ErrOtherObject, f.what, f.signed, f.stored)
+		}
+	}
+	return nil
 }
 
 // applied is the manifest with what the signature leaves out taken from obj.
@@ -144,7 +187,7 @@ func applied(obj *unstructured.Unstructured, manifest map[string]interface{}) *u
 		from, _, _ := unstructured.NestedStringMap(obj.Object, "metadata", field)
 		to, _, _ := unstructured.NestedStringMap(out.Object, "metadata", field)
 		for k, v := range from {
-			if control(k) {
+			if unsigned(k) {
 				if to == nil {
 					to = map[string]string{}
 				}
@@ -165,10 +208,16 @@ func subset(signed, stored interface{}, path string) (string, bool) {
 	switch s := signed.(type) {
 	case map[string]interface{}:
 		t, _ := stored.(map[string]interface{})
-		for k, v := range s {
+		keys := make([]string, 0, len(s))
+		for k := range s {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys) // the same field named first every time
+		for _, k := range keys {
+			v := s[k]
 			tv, ok := t[k]
 			if !ok && empty(v) {
-				continue
+				continue // the apiserver drops empty and zero values; the manifest applied keeps them
 			}
 			if !ok {
 				return path + "." + k, false
@@ -197,14 +246,23 @@ func subset(signed, stored interface{}, path string) (string, bool) {
 	}
 }
 
+// empty tells whether a signed value is one an apiserver may leave out when storing: null, an empty
+// map or list, false, "", 0.
 func empty(v interface{}) bool {
 	switch t := v.(type) {
+	case nil:
+		return true
 	case map[string]interface{}:
 		return len(t) == 0
 	case []interface{}:
 		return len(t) == 0
+	case bool:
+		return !t
+	case string:
+		return t == ""
 	}
-	return false
+	n, ok := number(v)
+	return ok && n == 0
 }
 
 // scalarEqual compares JSON scalars, numbers by value whether decoded as integers or floats.

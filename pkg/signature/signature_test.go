@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -96,9 +97,11 @@ func TestVerify(t *testing.T) {
 	if got.GetAnnotations()[lastApplied] != "" || got.GetAnnotations()["deployment.kubernetes.io/revision"] != "" {
 		t.Errorf("unsigned annotations applied: %v", got.GetAnnotations())
 	}
-	if got.GetLabels()["executing.edge.kubestellar.io/edge1"] != "true" || got.GetAnnotations()["edge.kubestellar.io/drift"] != "Report" ||
-		got.GetAnnotations()[Annotation] == "" {
+	if got.GetLabels()["executing.edge.kubestellar.io/edge1"] != "true" || got.GetAnnotations()["edge.kubestellar.io/drift"] != "Report" {
 		t.Errorf("the syncer's own labels and annotations not kept: %v %v", got.GetLabels(), got.GetAnnotations())
+	}
+	if got.GetAnnotations()[Annotation] != "" {
+		t.Error("the signature (and the manifest in it) would reach the edge")
 	}
 	if got.GetUID() != "uid-1" || got.GetResourceVersion() != "42" || got.GetGeneration() != 3 {
 		t.Errorf("identity %s %s %d", got.GetUID(), got.GetResourceVersion(), got.GetGeneration())
@@ -168,6 +171,17 @@ func TestVerifyRefuses(t *testing.T) {
 			delete(l, "app")
 			u.SetLabels(l)
 		}, ErrChanged},
+		{"copied onto an object of another name", func(u *unstructured.Unstructured) { u.SetName("web-2") }, ErrOtherObject},
+		{"copied into another namespace", func(u *unstructured.Unstructured) { u.SetNamespace("kube-system") }, ErrOtherObject},
+		{"a key id that is not one", func(u *unstructured.Unstructured) {
+			a := u.GetAnnotations()
+			var s Signed
+			_ = json.Unmarshal([]byte(a[Annotation]), &s)
+			s.KeyID = strings.Repeat("x", 5000)
+			v, _ := json.Marshal(s)
+			a[Annotation] = string(v)
+			u.SetAnnotations(a)
+		}, ErrMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u := stored(t, priv)
@@ -186,17 +200,49 @@ func TestVerifyRefuses(t *testing.T) {
 	}
 }
 
-// TestAnUnsignedFieldIsNeverApplied: a field added upstream after signing (a hostPath volume) is
-// not a change of a signed field, so the object verifies, but the field is not in what is applied.
+// TestAnUnsignedFieldIsNeverApplied: a field added upstream after signing (hostNetwork) is not a
+// change of a signed field, so the object verifies, but the field is not in what is applied; nor is
+// a mark that would freeze or keep the object at the edge (create-only), which is signed when wanted.
 func TestAnUnsignedFieldIsNeverApplied(t *testing.T) {
 	pub, priv := newKey(t)
 	u := stored(t, priv)
 	_ = unstructured.SetNestedField(u.Object, true, "spec", "template", "spec", "hostNetwork")
+	a := u.GetAnnotations()
+	a["edge.kubestellar.io/downsync-overwrite"] = "false"
+	u.SetAnnotations(a)
 	got, _, err := Verify(u, map[string]ed25519.PublicKey{KeyID(pub): pub})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, found, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "template", "spec", "hostNetwork"); found {
 		t.Error("a field the signer did not sign is applied")
+	}
+	if got.GetAnnotations()["edge.kubestellar.io/downsync-overwrite"] != "" {
+		t.Error("an unsigned create-only mark is applied")
+	}
+}
+
+// TestZeroValuesTheServerDrops: signed false, "", 0, null and empty values verify against a stored
+// object that left them out, as apiservers do.
+func TestZeroValuesTheServerDrops(t *testing.T) {
+	pub, priv := newKey(t)
+	u := object(t, userManifest)
+	for _, f := range []struct {
+		v    interface{}
+		path []string
+	}{{false, []string{"spec", "template", "spec", "hostNetwork"}}, {"", []string{"spec", "template", "spec", "serviceAccountName"}},
+		{int64(0), []string{"spec", "minReadySeconds"}}, {nil, []string{"spec", "strategy"}}} {
+		_ = unstructured.SetNestedField(u.Object, f.v, f.path...)
+	}
+	sig, err := Sign(u.Object, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := object(t, userManifest) // as stored: none of them
+	a := s.GetAnnotations()
+	a[Annotation] = sig
+	s.SetAnnotations(a)
+	if _, _, err := Verify(s, map[string]ed25519.PublicKey{KeyID(pub): pub}); err != nil {
+		t.Errorf("Verify: %v", err)
 	}
 }

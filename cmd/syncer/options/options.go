@@ -79,7 +79,7 @@ type Options struct {
 	DeletionBreakerPercent   int
 
 	// APIExportEndpointSlice, when set, serves every workspace bound to an APIExport through its
-	// virtual workspace (package mailboxes); --from-kubeconfig then points at the workspace that holds
+	// virtual workspace (package mailboxes); --upstream-kubeconfig then points at the workspace that holds
 	// the APIExportEndpointSlice of this name.
 	APIExportEndpointSlice string
 
@@ -191,7 +191,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.AuditPeriod, "audit-period", o.AuditPeriod, "How often the syncer looks in its caches for objects it should have deleted and has not (an edge copy whose upstream object is gone, an upstream copy whose edge object is gone); one found twice in a row is logged, counted in kubestellar_syncer_orphans_found_total and processed again. 0 disables it.")
 	fs.IntVar(&o.MaxNamespaceInformers, "max-namespace-informers", o.MaxNamespaceInformers, "How many namespaces a resource may be selected in and still be listed and watched upstream one namespace at a time; past it, the syncer lists and watches it cluster-wide (keeping only those namespaces' objects) where it may, as a SelfSubjectAccessReview tells, and namespace by namespace otherwise.")
 	fs.DurationVar(&o.ConflictRecheckPeriod, "conflict-recheck-period", o.ConflictRecheckPeriod, "How often an object blocked by an object the syncer does not own (downstream, or upstream for upsync) is looked at again.")
-	fs.StringVar(&o.APIExportEndpointSlice, "apiexport-endpoint-slice", o.APIExportEndpointSlice, "Serve every kcp workspace bound to an APIExport, through its virtual workspace: the name of its APIExportEndpointSlice, in the workspace --from-kubeconfig points at. Each workspace's namespaces land at the edge in namespaces of their own (<namespace>-<10 hex digits>). Empty: one mailbox workspace, the one --from-kubeconfig points at.")
+	fs.StringVar(&o.APIExportEndpointSlice, "apiexport-endpoint-slice", o.APIExportEndpointSlice, "Serve every kcp workspace bound to an APIExport, through its virtual workspace: the name of its APIExportEndpointSlice, in the workspace --upstream-kubeconfig points at. Each workspace's namespaces land at the edge in namespaces of their own (<namespace>-<10 hex digits>). Empty: one mailbox workspace, the one --upstream-kubeconfig points at.")
 	fs.StringVar(&o.SyncerConfigSelector, "syncer-config-selector", o.SyncerConfigSelector, "Label selector of the SyncerConfigs (and EdgeSyncConfigs) this syncer reads, merges and writes its heartbeat on, e.g. edge.kubestellar.io/sync-target=edge-1; empty: all of them. Lets several syncers share one upstream, a config each.")
 	fs.BoolVar(&o.PrintVersion, "version", o.PrintVersion, "Print the version, git revision, Go version and platform, and exit.")
 
@@ -208,7 +208,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		{"to-kubeconfig", "downstream-kubeconfig", ""},
 		{"to-context", "downstream-context", ""},
 		{"qps", "upstream-qps", " (given without --downstream-qps, --qps limits the downstream too, as in release-0.14)"},
-		{"burst", "upstream-burst", " (given without --downstream-qps, --burst applies to the downstream too, as in release-0.14)"},
+		{"burst", "upstream-burst", " (with --qps and without --downstream-qps, --burst applies to the downstream too, as in release-0.14)"},
 	} {
 		f := fs.Lookup(alias.current)
 		fs.Var(f.Value, alias.old, f.Usage)
@@ -276,7 +276,7 @@ func (o *Options) Validate() error {
 		errs = append(errs, "--signature-policy="+string(p)+" needs --signature-keys")
 	}
 	if o.QPS == 0 || (o.QPS > 0 && o.Burst <= 0) {
-		errs = append(errs, "--upstream-qps must be positive (or negative: no client-side limit) and --upstream-burst positive")
+		errs = append(errs, "--upstream-qps (--qps) must be positive (or negative: no client-side limit) and --upstream-burst (--burst) positive")
 	}
 	if o.DownstreamQPS == 0 || (o.DownstreamQPS > 0 && o.DownstreamBurst <= 0) {
 		errs = append(errs, "--downstream-qps must be positive (or negative: no client-side limit) and --downstream-burst positive")
