@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -218,47 +219,67 @@ func UpToDate(desired, actual *unstructured.Unstructured) bool {
 // length and match element by element. A missing field counts as present when want's value for it is
 // empty (nil, {} or []).
 func Subset(want, have interface{}) bool {
+	_, ok := FirstDifference(want, have, isEmpty)
+	return ok
+}
+
+// FirstDifference is Subset's walk with the values a missing field stands for given by absent: ok,
+// or the path (".spec.replicas", "[2]") of the first field of want, in the order of its sorted keys,
+// that have does not match.
+func FirstDifference(want, have interface{}, absent func(interface{}) bool) (path string, ok bool) {
+	return firstDifference(want, have, absent, "")
+}
+
+func firstDifference(want, have interface{}, absent func(interface{}) bool, path string) (string, bool) {
 	switch w := want.(type) {
 	case map[string]interface{}:
 		h, ok := have.(map[string]interface{})
 		if !ok {
-			return len(w) == 0 && have == nil
+			return path, len(w) == 0 && have == nil
 		}
-		for k, wv := range w {
+		keys := make([]string, 0, len(w))
+		for k := range w {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
 			hv, ok := h[k]
 			if !ok {
-				if isEmpty(wv) {
+				if absent(w[k]) {
 					continue
 				}
-				return false
+				return path + "." + k, false
 			}
-			if !Subset(wv, hv) {
-				return false
+			if p, ok := firstDifference(w[k], hv, absent, path+"."+k); !ok {
+				return p, false
 			}
 		}
-		return true
+		return "", true
 	case []interface{}:
 		h, ok := have.([]interface{})
 		if !ok {
-			return len(w) == 0 && have == nil
+			return path, len(w) == 0 && have == nil
 		}
 		if len(w) != len(h) {
-			return false
+			return path, false
 		}
 		for i := range w {
-			if !Subset(w[i], h[i]) {
-				return false
+			if p, ok := firstDifference(w[i], h[i], absent, fmt.Sprintf("%s[%d]", path, i)); !ok {
+				return p, false
 			}
 		}
-		return true
+		return "", true
 	default:
 		if wf, ok := number(want); ok {
 			hf, ok := number(have)
-			return ok && wf == hf
+			return path, ok && wf == hf
 		}
-		return reflect.DeepEqual(want, have)
+		return path, reflect.DeepEqual(want, have)
 	}
 }
+
+// Number reads a JSON number however it was decoded (int64, float64, json.Number, ...).
+func Number(v interface{}) (float64, bool) { return number(v) }
 
 func isEmpty(v interface{}) bool {
 	switch t := v.(type) {

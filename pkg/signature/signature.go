@@ -9,11 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/kubestellar/syncer/pkg/mapping"
 )
 
 // Annotation holds the signed manifest, the signature and the key's id.
@@ -144,7 +145,8 @@ func Verify(obj *unstructured.Unstructured, keys map[string]ed25519.PublicKey) (
 	if err := sameIdentity(s.Manifest, obj); err != nil {
 		return nil, s.KeyID, err
 	}
-	if path, ok := subset(s.Manifest, Manifest(obj.Object), ""); !ok {
+	// Values the apiserver drops when storing match an absent field: the manifest applied keeps them.
+	if path, ok := mapping.FirstDifference(s.Manifest, Manifest(obj.Object), empty); !ok {
 		return nil, s.KeyID, fmt.Errorf("%w at %s", ErrChanged, path)
 	}
 	return applied(obj, s.Manifest), s.KeyID, nil
@@ -201,51 +203,6 @@ func applied(obj *unstructured.Unstructured, manifest map[string]interface{}) *u
 	return out
 }
 
-// subset tells whether every field of signed is in stored with the same value (maps: each key;
-// lists: the same length, each element a subset; an empty map or list matches an absent one), and
-// where it is not.
-func subset(signed, stored interface{}, path string) (string, bool) {
-	switch s := signed.(type) {
-	case map[string]interface{}:
-		t, _ := stored.(map[string]interface{})
-		keys := make([]string, 0, len(s))
-		for k := range s {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys) // the same field named first every time
-		for _, k := range keys {
-			v := s[k]
-			tv, ok := t[k]
-			if !ok && empty(v) {
-				continue // the apiserver drops empty and zero values; the manifest applied keeps them
-			}
-			if !ok {
-				return path + "." + k, false
-			}
-			if p, ok := subset(v, tv, path+"."+k); !ok {
-				return p, false
-			}
-		}
-		return "", stored != nil || len(s) == 0
-	case []interface{}:
-		t, ok := stored.([]interface{})
-		if !ok && len(s) == 0 && stored == nil {
-			return "", true
-		}
-		if !ok || len(t) != len(s) {
-			return path, false
-		}
-		for i := range s {
-			if p, ok := subset(s[i], t[i], fmt.Sprintf("%s[%d]", path, i)); !ok {
-				return p, false
-			}
-		}
-		return "", true
-	default:
-		return path, scalarEqual(signed, stored)
-	}
-}
-
 // empty tells whether a signed value is one an apiserver may leave out when storing: null, an empty
 // map or list, false, "", 0.
 func empty(v interface{}) bool {
@@ -261,31 +218,8 @@ func empty(v interface{}) bool {
 	case string:
 		return t == ""
 	}
-	n, ok := number(v)
+	n, ok := mapping.Number(v)
 	return ok && n == 0
-}
-
-// scalarEqual compares JSON scalars, numbers by value whether decoded as integers or floats.
-func scalarEqual(a, b interface{}) bool {
-	if x, ok := number(a); ok {
-		y, ok := number(b)
-		return ok && x == y
-	}
-	return a == b
-}
-
-func number(v interface{}) (float64, bool) {
-	switch n := v.(type) {
-	case int64:
-		return float64(n), true
-	case float64:
-		return n, true
-	case int:
-		return float64(n), true
-	case int32:
-		return float64(n), true
-	}
-	return 0, false
 }
 
 // deepCopy copies a JSON-shaped map.
