@@ -33,7 +33,7 @@ spec:
         args: ["-f"]
 `
 
-func newKey(t *testing.T) (ed25519.PublicKey, ed25519.PrivateKey) {
+func newKey(t testing.TB) (ed25519.PublicKey, ed25519.PrivateKey) {
 	t.Helper()
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -42,7 +42,7 @@ func newKey(t *testing.T) (ed25519.PublicKey, ed25519.PrivateKey) {
 	return pub, priv
 }
 
-func object(t *testing.T, doc string) *unstructured.Unstructured {
+func object(t testing.TB, doc string) *unstructured.Unstructured {
 	t.Helper()
 	u := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
@@ -53,7 +53,7 @@ func object(t *testing.T, doc string) *unstructured.Unstructured {
 
 // stored is the signed object as an apiserver keeps it: the signature on, fields defaulted, metadata
 // a server owns, kubectl's last-applied annotation, the syncer's per-target labels, a status.
-func stored(t *testing.T, priv ed25519.PrivateKey) *unstructured.Unstructured {
+func stored(t testing.TB, priv ed25519.PrivateKey) *unstructured.Unstructured {
 	t.Helper()
 	u := object(t, userManifest)
 	sig, err := Sign(u.Object, priv)
