@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/klog/v2"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -209,14 +208,14 @@ func (o *options) readSignatureKeys() error {
 	case len(o.signatureKeyFiles) == 0:
 		return fmt.Errorf("--signature-policy %s needs --signature-public-keys", policy)
 	}
-	if _, err := signature.NewTrust(klog.Background(), policy, o.signatureKeyFiles); err != nil { // they parse, and hold a key
-		return fmt.Errorf("--signature-public-keys: %w", err)
-	}
 	o.SignatureKeys = nil
 	for _, f := range o.signatureKeyFiles {
 		data, err := os.ReadFile(f)
+		if err == nil {
+			err = signature.CheckPublicKeys(data) // what the syncer will read
+		}
 		if err != nil {
-			return fmt.Errorf("--signature-public-keys: %w", err)
+			return fmt.Errorf("--signature-public-keys %s: %w", f, err)
 		}
 		o.SignatureKeys = append(append(o.SignatureKeys, data...), '\n')
 	}

@@ -278,8 +278,21 @@ func firstDifference(want, have interface{}, absent func(interface{}) bool, path
 	}
 }
 
-// Number reads a JSON number however it was decoded (int64, float64, json.Number, ...).
-func Number(v interface{}) (float64, bool) { return number(v) }
+// Dropped tells whether v is a value an apiserver may leave out when it stores an object: an empty
+// one (isEmpty), false, "" or 0.
+func Dropped(v interface{}) bool {
+	if isEmpty(v) {
+		return true
+	}
+	switch t := v.(type) {
+	case bool:
+		return !t
+	case string:
+		return t == ""
+	}
+	n, ok := number(v)
+	return ok && n == 0
+}
 
 func isEmpty(v interface{}) bool {
 	switch t := v.(type) {

@@ -62,12 +62,16 @@ type Trust struct {
 // Enforce, a syncer that trusts no key would refuse or warn about everything). Key changes are
 // logged to logger.
 func NewTrust(logger klog.Logger, policy Policy, paths []string) (*Trust, error) {
-	t := &Trust{policy: policy, paths: paths, now: time.Now, logger: logger}
-	if err := t.load(); err != nil {
-		return nil, err
+	t := &Trust{policy: policy, paths: paths, now: time.Now, logger: logger, checked: time.Now()}
+	files, err := keyFiles(paths)
+	if err == nil {
+		err = t.loadLocked(files) // nothing shares t yet
 	}
-	if len(t.keys) == 0 {
+	if errors.Is(err, errNoKey) {
 		return nil, fmt.Errorf("no ed25519 public key in %s", strings.Join(paths, ", "))
+	}
+	if err != nil {
+		return nil, err
 	}
 	return t, nil
 }
@@ -92,7 +96,10 @@ func (t *Trust) current() map[string]ed25519.PublicKey {
 		if err == nil && stamp(files) == t.stamp {
 			return t.keys
 		}
-		switch err := t.loadLocked(); {
+		if err == nil {
+			err = t.loadLocked(files)
+		}
+		switch {
 		case errors.Is(err, errNoKey):
 			t.keys = map[string]ed25519.PublicKey{}
 			t.logger.Error(err, "No signature key left in --signature-keys: trusting no key")
@@ -118,19 +125,8 @@ func ids(keys map[string]ed25519.PublicKey) []string {
 	return out
 }
 
-func (t *Trust) load() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.checked = t.now()
-	return t.loadLocked()
-}
-
-// loadLocked reads every key file; t.mu is held.
-func (t *Trust) loadLocked() error {
-	files, err := keyFiles(t.paths)
-	if err != nil {
-		return err
-	}
+// loadLocked reads the key files; t.mu is held.
+func (t *Trust) loadLocked(files []string) error {
 	st := stamp(files) // before reading: a change while reading is seen at the next look
 	keys := map[string]ed25519.PublicKey{}
 	for _, f := range files {
@@ -167,7 +163,7 @@ func keyFiles(paths []string) ([]string, error) {
 			return nil, fmt.Errorf("signature keys: %w", err)
 		}
 		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), "..") || strings.HasPrefix(e.Name(), ".") {
+			if strings.HasPrefix(e.Name(), ".") { // hidden, and the kubelet's own ..data and ..<time>
 				continue
 			}
 			if st, err := os.Stat(filepath.Join(p, e.Name())); err == nil && st.Mode().IsRegular() {
@@ -189,6 +185,10 @@ func stamp(files []string) string {
 	}
 	return b.String()
 }
+
+// CheckPublicKeys tells whether data holds PEM ed25519 public keys the syncer can read (syncer-gen
+// checks --signature-public-keys with it).
+func CheckPublicKeys(data []byte) error { return parseKeys(data, map[string]ed25519.PublicKey{}) }
 
 // parseKeys adds the ed25519 public keys of the PEM blocks in data to keys.
 func parseKeys(data []byte, keys map[string]ed25519.PublicKey) error {

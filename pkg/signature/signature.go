@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/kubestellar/syncer/pkg/mapping"
@@ -57,8 +58,7 @@ func KeyID(pub ed25519.PublicKey) string {
 func Manifest(obj map[string]interface{}) map[string]interface{} {
 	out := unstructured.Unstructured{Object: deepCopy(obj)}
 	delete(out.Object, "status")
-	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields",
-		"deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"} {
+	for _, f := range serverOwned {
 		unstructured.RemoveNestedField(out.Object, "metadata", f)
 	}
 	for _, field := range []string{"annotations", "labels"} {
@@ -76,6 +76,11 @@ func Manifest(obj map[string]interface{}) map[string]interface{} {
 	}
 	return out.Object
 }
+
+// serverOwned are the metadata fields a server sets: left out of what is signed, and taken from the
+// stored object into what is applied.
+var serverOwned = []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields",
+	"deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"}
 
 // signedMarks are the annotations of the syncer's domain that decide how the edge keeps the object
 // (create-only, kept on deletion, recreated on an immutable change): part of what is signed, so
@@ -146,7 +151,7 @@ func Verify(obj *unstructured.Unstructured, keys map[string]ed25519.PublicKey) (
 		return nil, s.KeyID, err
 	}
 	// Values the apiserver drops when storing match an absent field: the manifest applied keeps them.
-	if path, ok := mapping.FirstDifference(s.Manifest, Manifest(obj.Object), empty); !ok {
+	if path, ok := mapping.FirstDifference(s.Manifest, Manifest(obj.Object), mapping.Dropped); !ok {
 		return nil, s.KeyID, fmt.Errorf("%w at %s", ErrChanged, path)
 	}
 	return applied(obj, s.Manifest), s.KeyID, nil
@@ -177,10 +182,10 @@ func sameIdentity(manifest map[string]interface{}, obj *unstructured.Unstructure
 func applied(obj *unstructured.Unstructured, manifest map[string]interface{}) *unstructured.Unstructured {
 	out := &unstructured.Unstructured{Object: deepCopy(manifest)}
 	if st, ok := obj.Object["status"]; ok {
-		out.Object["status"] = deepCopy(map[string]interface{}{"s": st})["s"]
+		out.Object["status"] = runtime.DeepCopyJSONValue(st)
 	}
 	meta, _, _ := unstructured.NestedMap(obj.Object, "metadata")
-	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"} {
+	for _, f := range serverOwned {
 		if v, ok := meta[f]; ok {
 			_ = unstructured.SetNestedField(out.Object, v, "metadata", f)
 		}
@@ -201,25 +206,6 @@ func applied(obj *unstructured.Unstructured, manifest map[string]interface{}) *u
 		}
 	}
 	return out
-}
-
-// empty tells whether a signed value is one an apiserver may leave out when storing: null, an empty
-// map or list, false, "", 0.
-func empty(v interface{}) bool {
-	switch t := v.(type) {
-	case nil:
-		return true
-	case map[string]interface{}:
-		return len(t) == 0
-	case []interface{}:
-		return len(t) == 0
-	case bool:
-		return !t
-	case string:
-		return t == ""
-	}
-	n, ok := mapping.Number(v)
-	return ok && n == 0
 }
 
 // deepCopy copies a JSON-shaped map.
