@@ -161,21 +161,9 @@ func (c *Controller) told(key framework.Key, subject, what string) bool {
 func (p *pauses) forget(relevant func(framework.Key) bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for key := range p.held {
-		if !relevant(key) {
-			delete(p.held, key)
-		}
-	}
-	for key := range p.told {
-		if !relevant(key) {
-			delete(p.told, key)
-		}
-	}
-	for key := range p.drifted {
-		if !relevant(key) {
-			delete(p.drifted, key)
-		}
-	}
+	framework.PruneKeys(p.held, relevant)
+	framework.PruneKeys(p.told, relevant)
+	framework.PruneKeys(p.drifted, relevant)
 }
 
 func ownedOrNil(obj *unstructured.Unstructured) *unstructured.Unstructured {

@@ -52,11 +52,7 @@ func (l *ConflictLog) Clear(key Key) {
 func (l *ConflictLog) Prune(keep func(Key) bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for k := range l.seen {
-		if !keep(k) {
-			delete(l.seen, k)
-		}
-	}
+	PruneKeys(l.seen, keep)
 }
 
 // Problems returns how many keys are in conflict, and up to limit of them as problems, sorted.

@@ -1,6 +1,8 @@
 package framework
 
 import (
+	"maps"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -29,4 +31,10 @@ func (k Key) ObjectName() string {
 		return k.Name
 	}
 	return k.Namespace + "/" + k.Name
+}
+
+// PruneKeys deletes from m the keys for which keep is false: what every Prune of state kept per key
+// does.
+func PruneKeys[V any](m map[Key]V, keep func(Key) bool) {
+	maps.DeleteFunc(m, func(k Key, _ V) bool { return !keep(k) })
 }

@@ -238,9 +238,5 @@ func (q *Queue) RetryFailing() int {
 func (q *Queue) Prune(keep func(Key) bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for k := range q.failures {
-		if !keep(k) {
-			delete(q.failures, k)
-		}
-	}
+	PruneKeys(q.failures, keep)
 }

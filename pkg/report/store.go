@@ -64,11 +64,7 @@ func (s *Store) Forget(key framework.Key) bool {
 func (s *Store) Prune(relevant func(framework.Key) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for key := range s.entries {
-		if !relevant(key) {
-			delete(s.entries, key)
-		}
-	}
+	framework.PruneKeys(s.entries, relevant)
 }
 
 // Entries is the whole report, ordered by object.
