@@ -146,26 +146,13 @@ func (c *Controller) deleteUnrenamed(ctx context.Context, key framework.Key, r R
 func (c *Controller) delete(ctx context.Context, key framework.Key, r Resource, downObj *unstructured.Unstructured) (time.Duration, error) {
 	c.cfg.Report.Forget(key) // nothing to report unless it would be deleted (below)
 	c.recordDrift(key, "")
-	if c.cfg.Deletions != nil && !c.deletable(downObj) {
-		c.cfg.Deletions.Forget(key) // no deletion due for it (any more), if one was held
-	}
-	switch {
-	case downObj == nil:
-		klog.FromContext(ctx).V(logging.Skip).Info("Not wanted, and no edge object to delete")
-		return 0, nil
-	case !mapping.OwnedDownstream(downObj) || downObj.GetDeletionTimestamp() != nil:
-		return 0, nil
-	case !c.ours(downObj):
-		// Another sync target's (or, serving several workspaces, another workspace's) copy: the edge's
-		// Namespaces are watched whole, so another syncer's namespace shows up here.
-		klog.FromContext(ctx).V(logging.Skip).Info("Not deleting another syncer's or workspace's object",
-			"owner", mapping.OwnerOf(downObj), "workspace", mapping.ClusterOf(downObj))
-		return 0, nil
-	case mapping.CreateOnly(downObj):
-		klog.FromContext(ctx).V(logging.Skip).Info("Not deleting a create-only object", "annotation", mapping.OverwriteAnnotation)
-		return 0, nil
-	case mapping.KeepOnDelete(downObj):
-		klog.FromContext(ctx).V(logging.Skip).Info("Not deleting: the configs that selected it do not propagate deletion", "annotation", mapping.PropagateDeletionAnnotation)
+	if kept, why, kv := c.keptAtEdge(downObj); kept {
+		if c.cfg.Deletions != nil {
+			c.cfg.Deletions.Forget(key) // no deletion due for it (any more), if one was held
+		}
+		if why != "" {
+			klog.FromContext(ctx).V(logging.Skip).Info(why, kv...)
+		}
 		return 0, nil
 	}
 	if c.cfg.ReportOnly || c.cfg.Selection.ReportsOnly(upstreamOf(key, r, downObj)) {
@@ -193,11 +180,25 @@ func (c *Controller) delete(ctx context.Context, key framework.Key, r Resource, 
 	return 0, err
 }
 
-// deletable tells whether an edge object is one delete would delete (were the breaker and report-only
-// to let it): there, owned by this syncer (or workspace), not going already, not kept by its marks.
-func (c *Controller) deletable(downObj *unstructured.Unstructured) bool {
-	return downObj != nil && mapping.OwnedDownstream(downObj) && downObj.GetDeletionTimestamp() == nil && c.ours(downObj) &&
-		!mapping.CreateOnly(downObj) && !mapping.KeepOnDelete(downObj)
+// keptAtEdge tells whether delete leaves an edge object alone, breaker and report-only aside: none
+// there, not owned or going already (said nowhere), another syncer's or workspace's, or kept by its
+// marks; why is the log line saying so, with its key/values.
+func (c *Controller) keptAtEdge(downObj *unstructured.Unstructured) (kept bool, why string, kv []interface{}) {
+	switch {
+	case downObj == nil:
+		return true, "Not wanted, and no edge object to delete", nil
+	case !mapping.OwnedDownstream(downObj) || downObj.GetDeletionTimestamp() != nil:
+		return true, "", nil
+	case !c.ours(downObj):
+		// Another sync target's (or, serving several workspaces, another workspace's) copy: the edge's
+		// Namespaces are watched whole, so another syncer's namespace shows up here.
+		return true, "Not deleting another syncer's or workspace's object", []interface{}{"owner", mapping.OwnerOf(downObj), "workspace", mapping.ClusterOf(downObj)}
+	case mapping.CreateOnly(downObj):
+		return true, "Not deleting a create-only object", []interface{}{"annotation", mapping.OverwriteAnnotation}
+	case mapping.KeepOnDelete(downObj):
+		return true, "Not deleting: the configs that selected it do not propagate deletion", []interface{}{"annotation", mapping.PropagateDeletionAnnotation}
+	}
+	return false, "", nil
 }
 
 // upstreamOf is what the selection matches of an edge copy whose upstream object is gone: its
