@@ -30,14 +30,7 @@ func TestDeletionBreaker(t *testing.T) {
 	f.waitFor(f.down, gvrConfigMaps, ns, "c00", hasMark)
 
 	f.syncerConfig(f.name, nsScope([]string{other}, resource("", "v1", "configmaps"))) // the mistake
-	held := func(n int) {
-		t.Helper()
-		f.waitFor(f.up, gvrSyncerConfig, "", f.name, func(o *unstructured.Unstructured) (bool, string) {
-			status, reason, msg := conditionOf(o, "DeletionsHeld")
-			return status == "True" && reason == "TooManyDeletions" && strings.Contains(msg, fmt.Sprintf(`edge.kubestellar.io/release-deletions="%d"`, n)),
-				fmt.Sprintf("DeletionsHeld %s %s: %s", status, reason, msg)
-		})
-	}
+	held := func(n int) { t.Helper(); waitDeletionsHeld(f, n) }
 	held(31)
 	if n := edgeCopies(f, ns); n != 30 {
 		t.Errorf("%d ConfigMaps left at the edge; want all 30 held", n)
@@ -79,9 +72,46 @@ func TestDeletionBreaker(t *testing.T) {
 		n := edgeCopies(f, ns)
 		return n == 0, fmt.Sprintf("%d left", n)
 	})
+	waitDeletionsHeld(f, 0)
+}
+
+// TestDeletionBreakerUndone: when the change that tripped the breaker is undone, no deletion is left
+// to release and the hold ends by itself: DeletionsHeld False, the gauge 0, every edge copy kept. (The
+// mistake here names a namespace that does not exist upstream, so it made nothing at the edge whose
+// deletion the undo would make due: such a deletion would stay held until released.)
+func TestDeletionBreakerUndone(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ns, other := f.namespace("ns"), f.name+"-missing"
+	for i := 0; i < 30; i++ {
+		f.create(f.up, gvrConfigMaps, configMap(ns, fmt.Sprintf("c%02d", i), map[string]interface{}{"k": "v"}))
+	}
+	right := nsScope([]string{ns}, resource("", "v1", "configmaps"))
+	f.syncerConfig(f.name, right)
+	p := f.startSyncer(f.ownConfigs(), withArgs("--deletion-breaker-count=10", "--deletion-breaker-percent=20", "--heartbeat-period=1s"))
+	f.waitFor(f.down, gvrConfigMaps, ns, "c29", hasMark)
+	f.waitFor(f.down, gvrConfigMaps, ns, "c00", hasMark)
+
+	f.syncerConfig(f.name, nsScope([]string{other}, resource("", "v1", "configmaps"))) // the mistake
+	waitDeletionsHeld(f, 31)
+	f.syncerConfig(f.name, right) // undone
+	waitDeletionsHeld(f, 0)
+	if n, held := edgeCopies(f, ns), p.metrics()["kubestellar_syncer_deletions_held{}"]; n != 30 || held != 0 {
+		t.Errorf("after the undo: %d ConfigMaps at the edge, kubestellar_syncer_deletions_held %v; want 30 and 0", n, held)
+	}
+}
+
+// waitDeletionsHeld waits until the test's SyncerConfig says n deletions are held (0: none, the
+// condition False).
+func waitDeletionsHeld(f *fixture, n int) {
+	f.t.Helper()
 	f.waitFor(f.up, gvrSyncerConfig, "", f.name, func(o *unstructured.Unstructured) (bool, string) {
-		status, reason, _ := conditionOf(o, "DeletionsHeld")
-		return status == "False" && reason == "NoneHeld", fmt.Sprintf("DeletionsHeld %s %s", status, reason)
+		status, reason, msg := conditionOf(o, "DeletionsHeld")
+		if n == 0 {
+			return status == "False" && reason == "NoneHeld", fmt.Sprintf("DeletionsHeld %s %s", status, reason)
+		}
+		return status == "True" && reason == "TooManyDeletions" && strings.Contains(msg, fmt.Sprintf(`edge.kubestellar.io/release-deletions="%d"`, n)),
+			fmt.Sprintf("DeletionsHeld %s %s: %s", status, reason, msg)
 	})
 }
 
