@@ -85,16 +85,35 @@ func SyncedCache(infs Informers, gvr schema.GroupVersionResource, namespace stri
 // Event's object its handlers': neither is to be changed.
 func ObjectOf(obj interface{}) *unstructured.Unstructured { return decoded(obj, false) }
 
-// ForEachKey calls f with the namespace and name of every object of a side's cache of gvr, in one
-// namespace or in all (""), once that namespace is listed; nothing before (its sync enqueues
-// everything again).
+// ForEachKey calls f with the namespace and name of every listed object of a side's cache of gvr, in
+// one namespace or in all (""); nothing of a namespace not listed yet (its own sync enqueues it).
 func ForEachKey(infs Informers, gvr schema.GroupVersionResource, namespace string, f func(namespace, name string)) {
-	c, ok := SyncedCache(infs, gvr, namespace)
+	c, listed, ok := Listed(infs, gvr, namespace)
 	if !ok {
 		return
 	}
 	for _, k := range c.Keys(namespace) {
 		ns, name, _ := cache.SplitMetaNamespaceKey(k)
-		f(ns, name)
+		if listed(ns) {
+			f(ns, name)
+		}
 	}
+}
+
+// Listed is a side's cache of gvr for a walk of one namespace or of all (""), and which namespaces
+// of it have been listed. A resource watched namespace by namespace lists them one at a time: a walk
+// of all of them, when one side syncs, must still reach the other side's namespaces listed so far,
+// or a key passed over earlier (because the first side had not synced then) waits for no sync at
+// all. ok is false when the cache does not run, or namespace (not "") has not been listed.
+func Listed(infs Informers, gvr schema.GroupVersionResource, namespace string) (c Cache, listed func(namespace string) bool, ok bool) {
+	c, ok = infs.Cache(gvr)
+	switch {
+	case !ok:
+		return nil, nil, false
+	case c.Synced(namespace):
+		return c, func(string) bool { return true }, true
+	case namespace != "":
+		return nil, nil, false
+	}
+	return c, func(ns string) bool { return ns != "" && c.Synced(ns) }, true
 }

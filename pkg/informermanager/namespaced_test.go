@@ -164,11 +164,27 @@ func TestNamespaceListedLateHoldsUpNoOther(t *testing.T) {
 	if _, ok := synced(m, cms); ok {
 		t.Fatal("the whole cache counts as synced while namespace b is not listed")
 	}
+	// A walk of every namespace (the other side synced) reaches the listed ones now, not only when
+	// all are: a key of a passed over while the other side was listing is not left waiting.
+	if keys := walked(m); !cmp.Equal(keys, []string{"a/x"}) {
+		t.Errorf("a walk of every namespace while b is refused gives %v, want [a/x]", keys)
+	}
 	mu.Lock()
 	refuse = false
 	mu.Unlock()
 	waitFor(t, "sync once b is listed", func() bool { _, ok := synced(m, cms); return ok && len(m.Problems()) == 0 })
 	waitFor(t, "the handlers told of b", func() bool { return cmp.Equal(rec.namespacesTold(cms), []string{"a", "b"}) })
+	if keys := walked(m); !cmp.Equal(keys, []string{"a/x", "b/y"}) {
+		t.Errorf("a walk of every namespace once all are listed gives %v, want [a/x b/y]", keys)
+	}
+}
+
+// walked are the keys framework.ForEachKey gives of every namespace of the ConfigMaps, sorted.
+func walked(m *Manager) []string {
+	var keys []string
+	framework.ForEachKey(m, cms, "", func(ns, name string) { keys = append(keys, ns+"/"+name) })
+	sort.Strings(keys)
+	return keys
 }
 
 // TestNamespaceScopeChange: a namespace added to the scope is listed and watched, those that stay

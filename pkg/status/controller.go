@@ -214,12 +214,12 @@ func (c *Controller) EnqueueResource(gr schema.GroupResource, namespace string) 
 	if !ok || notReturned[gr] {
 		return
 	}
-	down, ok := framework.SyncedCache(c.cfg.DownstreamInformers, r.Downstream, namespace)
+	down, listed, ok := framework.Listed(c.cfg.DownstreamInformers, r.Downstream, namespace)
 	if !ok {
 		return
 	}
 	for _, obj := range down.List(namespace) {
-		if u := framework.MetaOf(obj); u != nil && mapping.OwnedDownstream(u) {
+		if u := framework.MetaOf(obj); u != nil && listed(u.GetNamespace()) && mapping.OwnedDownstream(u) {
 			c.queue.Add(framework.Key{GVR: r.Upstream, Namespace: u.GetNamespace(), Name: r.Rename.UpName(u.GetName())})
 		}
 	}
