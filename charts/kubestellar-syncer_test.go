@@ -359,7 +359,7 @@ func checkCommon(t *testing.T, m *manifest, version string) *options.Options {
 		}
 	} else {
 		for _, o := range m.objs {
-			if o.GetKind() == "Role" || o.GetKind() == "RoleBinding" {
+			if (o.GetKind() == "Role" || o.GetKind() == "RoleBinding") && strings.HasSuffix(o.GetName(), "-leader-election") {
 				t.Errorf("%s %s/%s without leader election", o.GetKind(), o.GetNamespace(), o.GetName())
 			}
 		}
@@ -432,7 +432,9 @@ func TestChartValueSets(t *testing.T) {
 				"ClusterRole /edge-florin:" + fullname, "ClusterRole /edge-florin:" + fullname + "-metrics-reader",
 				"ClusterRoleBinding /edge-florin:" + fullname, "ClusterRoleBinding /edge-florin:" + fullname + "-auth-delegator",
 				"Deployment edge-florin/" + fullname, "Role edge-florin/" + fullname + "-leader-election",
-				"RoleBinding edge-florin/" + fullname + "-leader-election", "Secret edge-florin/" + fullname + "-token",
+				"Role edge-florin/" + fullname + bootstrap.UpstreamTokenSuffix,
+				"RoleBinding edge-florin/" + fullname + "-leader-election", "RoleBinding edge-florin/" + fullname + bootstrap.UpstreamTokenSuffix,
+				"Secret edge-florin/" + fullname + "-token", "Secret edge-florin/" + fullname + bootstrap.UpstreamTokenSuffix,
 				"ServiceAccount edge-florin/" + fullname,
 			}
 			if diff := cmp.Diff(want, m.kinds()); diff != "" {
@@ -470,7 +472,7 @@ func TestChartValueSets(t *testing.T) {
 				t.Errorf("--upstream-context %q", o.FromContext)
 			}
 			for _, obj := range m.objs {
-				if obj.GetKind() == "Secret" && obj.GetName() != fullname+"-token" {
+				if obj.GetKind() == "Secret" && obj.GetName() != fullname+"-token" && obj.GetName() != fullname+bootstrap.UpstreamTokenSuffix {
 					t.Errorf("a Secret %s made with an existing Secret", obj.GetName())
 				}
 			}
@@ -581,7 +583,7 @@ func TestChartValueSets(t *testing.T) {
 			"--set-string", "nodeSelector.edge=true", "--set", "tolerations[0].operator=Exists",
 			"--set", "podAnnotations.team=edge", "--set", "podLabels.tier=control", "--set", "podLabels.app\\.kubernetes\\.io/name=hijack",
 			"--set", "resources.limits.memory=2Gi", "--set", "probes.port=9091",
-			"--set", "serviceAccount.tokenSecret=false",
+			"--set", "serviceAccount.tokenSecret=false", "--set", "upstream.renewToken=false",
 			"--set-json", `rbac.rules=[{"apiGroups":[""],"resources":["configmaps","namespaces"],"verbs":["get","list","watch"]}]`),
 		check: func(t *testing.T, m *manifest, o *options.Options) {
 			dep := m.deployment(t)
@@ -593,6 +595,9 @@ func TestChartValueSets(t *testing.T) {
 			}
 			if !contains(c.Args, "-v=4") {
 				t.Errorf("args %q: want -v=4", c.Args)
+			}
+			if o.UpstreamTokenSecret != "" {
+				t.Errorf("--upstream-token-secret=%s with upstream.renewToken false", o.UpstreamTokenSecret)
 			}
 			if c.Image != "registry.example.com/ks/syncer:v1.2.3+build.7" || c.ImagePullPolicy != corev1.PullAlways {
 				t.Errorf("image %s %s", c.Image, c.ImagePullPolicy)
@@ -690,7 +695,7 @@ func TestChartMatchesSyncerGen(t *testing.T) {
 	chosen := syncerGenEdge()
 	chosen.Image, chosen.Replicas, chosen.QPS, chosen.Burst, chosen.Verbosity = "registry.example.com/ks/syncer:v2.0.1", 3, 50.5, 99, 4
 	chosen.Rules = bootstrap.DownstreamRules(bootstrap.RBACLeast, nil)
-	chosen.SyncerConfigSelector = "example.com/mailbox=florin"
+	chosen.SyncerConfigSelector, chosen.APIExportEndpointSlice = "example.com/mailbox=florin", "edge.kubestellar.io"
 	chosen.SignaturePolicy, chosen.SignatureKeys = "Enforce", []byte("-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA\n-----END PUBLIC KEY-----\n")
 	resources, err := bootstrap.Resources{RequestsCPU: "250m", LimitsCPU: "1", LimitsMemory: "512Mi"}.Requirements()
 	if err != nil {

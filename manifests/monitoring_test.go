@@ -2,6 +2,7 @@ package manifests_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubestellar/syncer/pkg/credential"
 	"github.com/kubestellar/syncer/pkg/metrics"
 	"github.com/kubestellar/syncer/pkg/reachability"
 	"github.com/kubestellar/syncer/test/support"
@@ -349,6 +351,8 @@ func syncerMetricNames(t *testing.T) map[string]bool {
 	m.InformersSynced.WithLabelValues("upstream").Set(1)
 	m.SyncLatency.WithLabelValues(metrics.Downsync, "configmaps").Observe(0.1)
 	reachability.New(rec, "upstream", "downstream")
+	// A ServiceAccount token (its claims: default/syncer, an hour's life), not renewed here.
+	credential.New(context.Background(), credential.Config{Bootstrap: "e30.eyJpYXQiOjE4MDAwMDAwMDAsImV4cCI6MTgwMDAwMzYwMCwia3ViZXJuZXRlcy5pbyI6eyJuYW1lc3BhY2UiOiJkZWZhdWx0Iiwic2VydmljZWFjY291bnQiOnsibmFtZSI6InN5bmNlciJ9fX0.sig", Off: "a test", Registerer: rec})
 	m.ClientRequests.WithLabelValues("200", "GET", "host").Inc()
 	m.ClientRequestLatency.WithLabelValues("GET", "host").Observe(0.1)
 	m.ClientRateLimiterLatency.WithLabelValues("GET", "host").Observe(0.1)

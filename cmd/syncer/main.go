@@ -13,6 +13,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -22,8 +23,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
+	"golang.org/x/oauth2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -32,11 +35,13 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	clientmetrics "k8s.io/client-go/tools/metrics"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/transport"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/kubestellar/syncer/cmd/syncer/options"
 	"github.com/kubestellar/syncer/pkg/breaker"
+	"github.com/kubestellar/syncer/pkg/credential"
 	"github.com/kubestellar/syncer/pkg/downsync"
 	"github.com/kubestellar/syncer/pkg/dynclient"
 	"github.com/kubestellar/syncer/pkg/httpauth"
@@ -134,9 +139,19 @@ func run(opts *options.Options, stdout, stderr io.Writer) error {
 		return m.InstrumentTransport(syncer.Downstream, reach.Transport(syncer.Downstream, rt))
 	})
 
+	renewer, err := upstreamCredential(ctx, opts, upCfg, downCfg, reg)
+	if err != nil {
+		return err
+	}
+
 	cfg, err := engineConfig(opts, upCfg, downCfg, m, reach)
 	if err != nil {
 		return err
+	}
+	var components []component
+	if renewer != nil {
+		cfg.Credential = renewer
+		components = append(components, component{name: "upstream credential", run: renewer.Run})
 	}
 	edgeRecorder, stopEdge, err := eventRecorder(ctx, downCfg, opts.SyncTargetName)
 	if err != nil {
@@ -178,10 +193,11 @@ func run(opts *options.Options, stdout, stderr io.Writer) error {
 		watchdog = leaderelection.NewLeaderHealthzAdaptor(opts.LeaderElectRenewDeadline)
 	}
 	h := health{ready: s.Ready, standby: func() bool { return opts.LeaderElect && !leading.Load() }, watchdog: watchdog}
-	components, err := servers(opts, reg, h, whole, reviews)
+	serving, err := servers(opts, reg, h, whole, reviews)
 	if err != nil {
 		return err
 	}
+	components = append(components, serving...)
 
 	logger.Info("Starting syncer", "upstream", upCfg.Host, "downstream", downCfg.Host, "syncTargetUID", opts.SyncTargetUID)
 	engine := component{name: "engine", run: s.Run}
@@ -200,6 +216,47 @@ func run(opts *options.Options, stdout, stderr io.Writer) error {
 	logger.Info("Syncer stopped")
 	return err
 }
+
+// upstreamCredential hands every upstream client the token of the upstream kubeconfig through a
+// credential.Renewer, which renews it and keeps it in --upstream-token-secret at the edge when that
+// is set. nil when the kubeconfig authenticates otherwise (a client certificate, an exec plugin), or
+// reads its token from a file (client-go reads the file again every minute: whoever writes it renews
+// it).
+func upstreamCredential(ctx context.Context, opts *options.Options, upCfg, downCfg *rest.Config, reg prometheus.Registerer) (*credential.Renewer, error) {
+	token := strings.TrimSpace(upCfg.BearerToken)
+	if upCfg.BearerTokenFile != "" || token == "" {
+		if opts.UpstreamTokenSecret != "" {
+			klog.FromContext(ctx).Info("Not renewing the upstream credential: it is not a token of the kubeconfig itself", "tokenFile", upCfg.BearerTokenFile)
+		}
+		return nil, nil
+	}
+	cfg := credential.Config{Bootstrap: token, Registerer: reg, Off: "--upstream-token-secret is not set"}
+	if opts.UpstreamTokenSecret != "" {
+		edge, err := kubernetes.NewForConfig(downCfg)
+		if err != nil {
+			return nil, err
+		}
+		ns, name, _ := strings.Cut(opts.UpstreamTokenSecret, "/")
+		cfg.Off, cfg.Store = "", credential.SecretStore{Secrets: edge.CoreV1(), Secret: types.NamespacedName{Namespace: ns, Name: name}}
+	}
+	// Every upstream request takes the token in use now, renewed or not, from the Renewer; the
+	// Renewer's own requests too.
+	var renewer *credential.Renewer
+	upCfg.BearerToken, upCfg.BearerTokenFile = "", ""
+	upCfg.Wrap(transport.TokenSourceWrapTransport(tokenSource(func() (*oauth2.Token, error) { return renewer.Token() })))
+	up, err := kubernetes.NewForConfig(upCfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Requester = credential.TokenRequests{ServiceAccounts: up.CoreV1()}
+	renewer = credential.New(ctx, cfg)
+	return renewer, nil
+}
+
+// tokenSource is a function as an oauth2.TokenSource.
+type tokenSource func() (*oauth2.Token, error)
+
+func (f tokenSource) Token() (*oauth2.Token, error) { return f() }
 
 // engineRunner is what runs: one workspace's engine, or the engines of every workspace bound to an
 // APIExport.

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -23,13 +22,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubestellar/syncer/manifests"
@@ -40,10 +37,14 @@ import (
 
 var crdGVR = wellknown.CRDs
 
+// DefaultLifetime is how long each upstream token lives by default: the syncer renews it when half
+// of it has gone, so that a site cut off from its mailbox for up to 15 days comes back by itself.
+const DefaultLifetime = 30 * 24 * time.Hour
+
 // DefaultOptions are the plugin's defaults (its flags' defaults; the Helm chart's values match them).
 func DefaultOptions() Options {
 	return Options{UpstreamNamespace: "default", Replicas: 1, QPS: 500, Burst: 1000, Verbosity: 2,
-		Lifetime: 365 * 24 * time.Hour, RBAC: RBACBroad}
+		Lifetime: DefaultLifetime, RBAC: RBACBroad}
 }
 
 // Options are the plugin's choices.
@@ -59,14 +60,21 @@ type Options struct {
 	QPS           float32
 	Burst         int
 	Verbosity     int
-	Lifetime      time.Duration
-	RBAC          string
+	// Lifetime is how long each upstream token lives: the first, which syncer-gen mints, and each the
+	// syncer renews when half of it has gone.
+	Lifetime time.Duration
+	RBAC     string
 	// SyncerConfigSelector, when set, is the syncer's --syncer-config-selector: it reads only the
 	// configs with these labels (several syncers sharing one upstream), and least RBAC grants only
 	// what those need.
 	SyncerConfigSelector string
 	// Resources are the syncer container's requests and limits; nil means DefaultResources.
 	Resources *Resources
+	// APIExportEndpointSlice, when set, makes a syncer that serves every kcp workspace bound to an
+	// APIExport (its --apiexport-endpoint-slice): the kubeconfig is then the provider workspace's,
+	// which holds the APIExportEndpointSlice of that name, and the identity may read the slice and the
+	// export's content (ExportRules) instead of a mailbox's objects.
+	APIExportEndpointSlice string
 	// SignaturePolicy and SignatureKeys: the syncer's --signature-policy, and the PEM public keys it
 	// verifies with (held at the edge in a Secret of the manifest).
 	SignaturePolicy string
@@ -90,6 +98,9 @@ func (o *Options) Validate() error {
 	}
 	if _, err := labels.Parse(o.SyncerConfigSelector); err != nil {
 		errs = append(errs, fmt.Sprintf("--syncer-config-selector: %v", err))
+	}
+	if o.APIExportEndpointSlice != "" && o.RBAC == RBACLeast {
+		errs = append(errs, "--rbac least does not apply with --apiexport-endpoint-slice: the SyncerConfigs are in the bound workspaces, which syncer-gen does not read")
 	}
 	if o.Lifetime < 10*time.Minute {
 		errs = append(errs, "--lifetime must be at least 10m")
@@ -192,10 +203,7 @@ func run(ctx context.Context, up upstream, opts Options, out io.Writer) (*Result
 	if err := preflight(ctx, up.host, kube, ns); err != nil {
 		return nil, err
 	}
-	if err := ensureConfigAPIs(ctx, up, out); err != nil {
-		return nil, err
-	}
-	configs, err := listConfigs(ctx, up.dyn, opts.SyncerConfigSelector)
+	rules, configs, err := upstreamRules(ctx, up, opts, out)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +218,6 @@ func run(ctx context.Context, up upstream, opts Options, out io.Writer) (*Result
 		return nil, fmt.Errorf("service account %s/%s: %w", ns, id, err)
 	}
 
-	rules := UpstreamRules(opts.RBAC, configs)
 	fmt.Fprintf(out, "Applying cluster role %q (%s RBAC: %d rules) for service account %q\n", id, opts.RBAC, len(rules), id)
 	role := rbacv1ac.ClusterRole(id).WithLabels(labels).WithRules(policyRules(rules)...)
 	if _, err := kube.RbacV1().ClusterRoles().Apply(ctx, role, apply); err != nil {
@@ -224,22 +231,13 @@ func run(ctx context.Context, up upstream, opts Options, out io.Writer) (*Result
 		return nil, fmt.Errorf("cluster role binding %s: %w", id, err)
 	}
 
-	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, id, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(opts.Lifetime.Seconds()))}}, metav1.CreateOptions{})
+	if err := applyTokenRenewal(ctx, kube, ns, id, labels, apply, out); err != nil {
+		return nil, err
+	}
+
+	token, err := issueToken(ctx, kube, sa, labels, apply, opts.Lifetime, out)
 	if err != nil {
-		return nil, fmt.Errorf("requesting a token for %s/%s: %w", ns, id, err)
-	}
-	expires := tr.Status.ExpirationTimestamp.UTC().Format(time.RFC3339)
-	if granted := time.Until(tr.Status.ExpirationTimestamp.Time); granted < opts.Lifetime-time.Hour {
-		fmt.Fprintf(out, "Note: the server granted a token valid until %s, shorter than --lifetime %s\n", expires, opts.Lifetime)
-	}
-	tokenSecret := corev1ac.Secret(id+"-token", ns).WithLabels(labels).
-		WithAnnotations(map[string]string{corev1.ServiceAccountNameKey: id, tokenExpiresAnnotation: expires}).
-		WithOwnerReferences(metav1ac.OwnerReference().WithAPIVersion("v1").WithKind("ServiceAccount").WithName(id).WithUID(sa.UID)).
-		WithType(corev1.SecretTypeOpaque).
-		WithData(map[string][]byte{"token": []byte(tr.Status.Token)})
-	if _, err := kube.CoreV1().Secrets(ns).Apply(ctx, tokenSecret, apply); err != nil {
-		return nil, fmt.Errorf("token secret %s/%s-token: %w", ns, id, err)
+		return nil, err
 	}
 
 	edgeNS := opts.EdgeNamespace
@@ -252,8 +250,8 @@ func run(ctx context.Context, up upstream, opts Options, out io.Writer) (*Result
 	}
 	edge := Edge{ID: id, Namespace: edgeNS, SyncTargetName: opts.Name, SyncTargetUID: string(sa.UID), Image: opts.Image,
 		Replicas: opts.Replicas, QPS: opts.QPS, Burst: opts.Burst, Verbosity: opts.Verbosity, SyncerConfigSelector: opts.SyncerConfigSelector, Rules: DownstreamRules(opts.RBAC, configs),
-		Resources: &resources, UpstreamServer: up.host, UpstreamCA: up.ca, UpstreamToken: tr.Status.Token, UpstreamContext: ns,
-		SignaturePolicy: opts.SignaturePolicy, SignatureKeys: opts.SignatureKeys}
+		Resources: &resources, UpstreamServer: up.host, UpstreamCA: up.ca, UpstreamToken: token, UpstreamContext: ns,
+		SignaturePolicy: opts.SignaturePolicy, SignatureKeys: opts.SignatureKeys, APIExportEndpointSlice: opts.APIExportEndpointSlice}
 	manifest, err := edge.Manifest()
 	if err != nil {
 		return nil, err
@@ -263,6 +261,28 @@ func run(ctx context.Context, up upstream, opts Options, out io.Writer) (*Result
 		return nil, err
 	}
 	return &Result{ID: id, Namespace: edgeNS, UID: string(sa.UID), Manifest: manifest, HelmValues: values}, nil
+}
+
+// upstreamRules are the identity's permissions upstream, and the configs least RBAC derived them
+// from: for a mailbox, what its SyncerConfigs need (installing the config APIs when missing); for
+// the workspaces bound to an APIExport, the export's slice and content.
+func upstreamRules(ctx context.Context, up upstream, opts Options, out io.Writer) ([]rbacv1.PolicyRule, []*edgev1.SyncerConfig, error) {
+	if opts.APIExportEndpointSlice != "" {
+		export, err := sliceExport(ctx, up.dyn, opts.APIExportEndpointSlice, out)
+		if err != nil {
+			return nil, nil, err
+		}
+		fmt.Fprintf(out, "The syncer serves every workspace bound to APIExport %q (APIExportEndpointSlice %q)\n", export, opts.APIExportEndpointSlice)
+		return ExportRules(opts.APIExportEndpointSlice, export), nil, nil
+	}
+	if err := ensureConfigAPIs(ctx, up, out); err != nil {
+		return nil, nil, err
+	}
+	configs, err := listConfigs(ctx, up.dyn, opts.SyncerConfigSelector)
+	if err != nil {
+		return nil, nil, err
+	}
+	return UpstreamRules(opts.RBAC, configs), configs, nil
 }
 
 // policyRules are rules as apply configurations.
@@ -288,6 +308,10 @@ func preflight(ctx context.Context, host string, kube kubernetes.Interface, ns s
 		{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: ns},
 		{Verb: "create", Resource: "secrets", Namespace: ns},
 		{Verb: "patch", Resource: "secrets", Namespace: ns},
+		{Verb: "create", Group: rbacv1.GroupName, Resource: "roles", Namespace: ns},
+		{Verb: "patch", Group: rbacv1.GroupName, Resource: "roles", Namespace: ns},
+		{Verb: "create", Group: rbacv1.GroupName, Resource: "rolebindings", Namespace: ns},
+		{Verb: "patch", Group: rbacv1.GroupName, Resource: "rolebindings", Namespace: ns},
 		{Verb: "create", Group: rbacv1.GroupName, Resource: "clusterroles"},
 		{Verb: "patch", Group: rbacv1.GroupName, Resource: "clusterroles"},
 		{Verb: "create", Group: rbacv1.GroupName, Resource: "clusterrolebindings"},

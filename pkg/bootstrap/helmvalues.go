@@ -58,6 +58,9 @@ func (e Edge) HelmValues() ([]byte, error) {
 	if e.SyncerConfigSelector != "" {
 		values["syncerConfigSelector"] = e.SyncerConfigSelector
 	}
+	if e.APIExportEndpointSlice != "" {
+		values["upstream"].(map[string]interface{})["apiExportEndpointSlice"] = e.APIExportEndpointSlice
+	}
 	if e.verifies() {
 		values["signatures"] = map[string]interface{}{"policy": e.SignaturePolicy, "publicKeys": string(e.SignatureKeys)}
 	}

@@ -55,6 +55,19 @@ type Edge struct {
 	// public keys it verifies with, in the Secret <ID>-signature-keys mounted at SignatureKeysMount.
 	SignaturePolicy string
 	SignatureKeys   []byte
+	// APIExportEndpointSlice is the syncer's --apiexport-endpoint-slice (empty: one mailbox).
+	APIExportEndpointSlice string
+}
+
+// UpstreamTokenSuffix names the Secret at the edge the syncer keeps its renewed upstream token in
+// (<ID>-upstream-token, --upstream-token-secret): the manifest creates it empty and never fills it,
+// so that applying the manifest again does not roll the token back.
+const UpstreamTokenSuffix = "-upstream-token"
+
+// UpstreamTokenRules are what the syncer needs at the edge to keep its renewed token in the Secret
+// named secret.
+func UpstreamTokenRules(secret string) []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{secret}, Verbs: []string{"get", "update"}}}
 }
 
 // SignatureKeysMount is where the signature keys' Secret is mounted.
@@ -73,6 +86,9 @@ func (e Edge) SyncerArgs() []string {
 	if e.SyncerConfigSelector != "" {
 		args = append(args, "--syncer-config-selector="+e.SyncerConfigSelector)
 	}
+	if e.APIExportEndpointSlice != "" {
+		args = append(args, "--apiexport-endpoint-slice="+e.APIExportEndpointSlice)
+	}
 	args = append(args,
 		"--upstream-qps="+strconv.FormatFloat(float64(e.QPS), 'f', -1, 32),
 		"--upstream-burst="+strconv.Itoa(e.Burst),
@@ -81,6 +97,7 @@ func (e Edge) SyncerArgs() []string {
 		"--metrics-secure",
 		"--health-probe-bind-address=:"+strconv.Itoa(HealthPort),
 		"--leader-elect",
+		"--upstream-token-secret="+e.ID+UpstreamTokenSuffix,
 		"-v="+strconv.Itoa(e.Verbosity),
 	)
 	if e.verifies() {
@@ -163,6 +180,13 @@ func (e Edge) Objects() ([]runtime.Object, error) {
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: e.ID, Namespace: e.Namespace}}},
 		&corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: e.meta(e.ID+"-kubeconfig", e.Namespace),
 			Type: corev1.SecretTypeOpaque, Data: map[string][]byte{KubeconfigKey: kubeconfig}},
+		// Empty: the syncer fills it with each token it renews; applying the manifest again leaves them.
+		&corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: e.meta(e.ID+UpstreamTokenSuffix, e.Namespace), Type: corev1.SecretTypeOpaque},
+		&rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"}, ObjectMeta: e.meta(e.ID+UpstreamTokenSuffix, e.Namespace),
+			Rules: UpstreamTokenRules(e.ID + UpstreamTokenSuffix)},
+		&rbacv1.RoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"}, ObjectMeta: e.meta(e.ID+UpstreamTokenSuffix, e.Namespace),
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: e.ID + UpstreamTokenSuffix},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: e.ID, Namespace: e.Namespace}}},
 	}
 	if e.verifies() {
 		// The keys are the edge owner's: the mailbox never sees them, nor can change them.

@@ -176,11 +176,25 @@ func TestRunAppliesIdentity(t *testing.T) {
 		"apply serviceaccounts",
 		"apply clusterroles",
 		"apply clusterrolebindings",
+		"apply roles",
+		"apply rolebindings",
 		"create serviceaccounts/token",
 		"apply secrets",
 	}
 	if diff := cmp.Diff(wantWrites, f.writes()); diff != "" {
 		t.Errorf("writes (-want +got):\n%s", diff)
+	}
+	// The syncer may renew its own token, and no other ServiceAccount's.
+	renewal, err := f.kube.RbacV1().Roles("default").Get(context.Background(), id+TokenRenewalSuffix, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, ResourceNames: []string{id}, Verbs: []string{"create"}}}; !cmp.Equal(renewal.Rules, want) {
+		t.Errorf("token renewal rules %+v, want %+v", renewal.Rules, want)
+	}
+	if rb, err := f.kube.RbacV1().RoleBindings("default").Get(context.Background(), id+TokenRenewalSuffix, metav1.GetOptions{}); err != nil ||
+		rb.RoleRef.Name != id+TokenRenewalSuffix || len(rb.Subjects) != 1 || rb.Subjects[0].Name != id {
+		t.Errorf("token renewal binding %+v, %v", rb, err)
 	}
 	for _, kind := range []string{"SyncerConfig", "EdgeSyncConfig"} {
 		if !strings.Contains(out, "Installing the "+kind+" CRD") {
@@ -474,5 +488,44 @@ func TestRunSyncerConfigSelector(t *testing.T) {
 	bad.SyncerConfigSelector = "a b"
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "--syncer-config-selector") {
 		t.Errorf("an unparsable selector: %v", err)
+	}
+}
+
+// TestRunForAnAPIExport: with --apiexport-endpoint-slice the identity may read that slice and the
+// content of its export, nothing else in the provider workspace; no config API is installed there;
+// the manifest runs the syncer with the flag. A missing slice is an error that says where to point
+// the kubeconfig, and least RBAC is refused.
+func TestRunForAnAPIExport(t *testing.T) {
+	slice := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIExportEndpointSlice",
+		"metadata": map[string]interface{}{"name": "edge.kubestellar.io"},
+		"spec":     map[string]interface{}{"export": map[string]interface{}{"name": "edge-export"}}}}
+	f := newFakeUpstream(t, nil, slice)
+	opts := testOptions()
+	opts.APIExportEndpointSlice = "edge.kubestellar.io"
+	res, out, err := f.run(t, opts)
+	if err != nil {
+		t.Fatalf("%v; output:\n%s", err, out)
+	}
+	cr, err := f.kube.RbacV1().ClusterRoles().Get(context.Background(), res.ID, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(ExportRules("edge.kubestellar.io", "edge-export"), cr.Rules); diff != "" {
+		t.Errorf("rules (-want +got):\n%s", diff)
+	}
+	if crds, err := f.dyn.Resource(crdGVR).List(context.Background(), metav1.ListOptions{}); err != nil || len(crds.Items) != 0 {
+		t.Errorf("CRDs in the provider workspace: %d (%v)", len(crds.Items), err)
+	}
+	if !strings.Contains(string(res.Manifest), "--apiexport-endpoint-slice=edge.kubestellar.io") || !strings.Contains(out, `APIExport "edge-export"`) {
+		t.Errorf("the manifest or the output does not name the slice and its export; output:\n%s", out)
+	}
+
+	opts.APIExportEndpointSlice = "nope"
+	if _, _, err := f.run(t, opts); err == nil || !strings.Contains(err.Error(), "provider workspace") {
+		t.Errorf("a missing slice: %v", err)
+	}
+	opts.RBAC = RBACLeast
+	if err := opts.Validate(); err == nil || !strings.Contains(err.Error(), "--rbac least does not apply") {
+		t.Errorf("least RBAC with a slice: %v", err)
 	}
 }

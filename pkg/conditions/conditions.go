@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubestellar/syncer/pkg/breaker"
+	"github.com/kubestellar/syncer/pkg/credential"
 	"github.com/kubestellar/syncer/pkg/problem"
 	"github.com/kubestellar/syncer/pkg/report"
 )
@@ -26,6 +27,9 @@ const (
 	// ReportOnly is True while the syncer only reports what it would write (report-only mode, or a
 	// SyncerConfig's spec.reportOnly): it is not syncing those objects, so Ready is False.
 	ReportOnly = "ReportOnly"
+	// UpstreamCredential says whether the upstream token is renewed before it expires (package
+	// credential); absent when the credential is not a ServiceAccount token.
+	UpstreamCredential = "UpstreamCredential"
 )
 
 // healthy tells whether a condition says that all is well: True, but for DeletionsHeld and ReportOnly, False.
@@ -64,6 +68,8 @@ type Sources interface {
 	// Report is what the syncer would write in report-only mode, cut to limit objects; nil when it
 	// reports nothing (neither the mode nor a config asks).
 	Report(limit int) *report.Summary
+	// Credential is how the upstream credential fares.
+	Credential() credential.State
 }
 
 // Shared computes the conditions that are the same on every SyncerConfig: objects failing or in
@@ -93,7 +99,40 @@ func Shared(src Sources) []metav1.Condition {
 				Message: capLen(fmt.Sprintf("unreachable since %s: %s", since.UTC().Format(time.RFC3339), lastErr), MaxMessageLen)})
 		}
 	}
-	return append(out, deletionsHeld(src))
+	out = append(out, deletionsHeld(src))
+	if c, ok := upstreamCredential(src.Credential()); ok {
+		out = append(out, c)
+	}
+	return out
+}
+
+// upstreamCredential is condition UpstreamCredential; none when the credential is not a
+// ServiceAccount token with an expiry. It turns False only once less than a quarter of the token's
+// life is left (State.Urgent, the alert's threshold): a renewal that fails before then is retried
+// and said, without making the syncer look broken.
+func upstreamCredential(st credential.State) (metav1.Condition, bool) {
+	c := metav1.Condition{Type: UpstreamCredential, Status: metav1.ConditionTrue}
+	if st.Urgent {
+		c.Status = metav1.ConditionFalse
+	}
+	expires := st.Expires.UTC().Format(time.RFC3339)
+	switch {
+	case st.Expires.IsZero():
+		return c, false
+	case st.NotRenewed != "":
+		c.Reason = map[bool]string{false: "NotRenewed", true: "ExpiresSoon"}[st.Urgent]
+		c.Message = fmt.Sprintf("The upstream token of ServiceAccount %s expires at %s and is not renewed: %s. Bootstrap the syncer again (syncer-gen) before then.",
+			st.ServiceAccount, expires, st.NotRenewed)
+	case st.Failure != "":
+		c.Reason = map[bool]string{false: "RenewalRetrying", true: "RenewalFailing"}[st.Urgent]
+		c.Message = capLen(fmt.Sprintf("Renewing the upstream token of ServiceAccount %s has failed since %s: %s. The token in use expires at %s; the syncer keeps trying. "+
+			"Once it has expired the syncer cannot reach the mailbox: bootstrap it again (syncer-gen) and restart it.",
+			st.ServiceAccount, st.FailingSince.UTC().Format(time.RFC3339), st.Failure, expires), MaxMessageLen)
+	default:
+		c.Reason, c.Message = "Renewed", fmt.Sprintf("The upstream token of ServiceAccount %s expires at %s; the syncer renews it at %s, when half its life has gone.",
+			st.ServiceAccount, expires, st.RenewAt.UTC().Format(time.RFC3339))
+	}
+	return c, true
 }
 
 // deletionsHeld is condition DeletionsHeld.

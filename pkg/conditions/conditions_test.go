@@ -11,7 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubestellar/syncer/pkg/credential"
 	"github.com/kubestellar/syncer/pkg/problem"
 	"github.com/kubestellar/syncer/pkg/report"
 )
@@ -39,7 +41,10 @@ type sources struct {
 	reachable          bool
 	held               int
 	report             *report.Summary
+	credential         credential.State
 }
+
+func (s sources) Credential() credential.State { return s.credential }
 
 func (s sources) Report(int) *report.Summary { return s.report }
 
@@ -149,5 +154,50 @@ func TestWarningsDoNotBreakReady(t *testing.T) {
 	}
 	if meta.IsStatusConditionTrue(conds, Ready) {
 		t.Error("Ready True with an error")
+	}
+}
+
+// TestUpstreamCredential: no condition without a token's expiry; True while the token is renewed
+// (saying when), not renewed (saying why), or its renewal is retried; False, with the error and the
+// expiry, once less than a quarter of its life is left, and Ready with it.
+func TestUpstreamCredential(t *testing.T) {
+	expires := time.Date(2026, 12, 27, 12, 0, 0, 0, time.UTC)
+	sa := types.NamespacedName{Namespace: "default", Name: "kbs-syncer"}
+	if c := meta.FindStatusCondition(Shared(sources{reachable: true}), UpstreamCredential); c != nil {
+		t.Errorf("a condition without a token: %+v", c)
+	}
+	for name, tc := range map[string]struct {
+		st     credential.State
+		status metav1.ConditionStatus
+		reason string
+		says   []string
+	}{
+		"renewed": {credential.State{ServiceAccount: sa, Expires: expires, RenewAt: expires.Add(-15 * 24 * time.Hour)}, metav1.ConditionTrue, "Renewed",
+			[]string{"default/kbs-syncer", "2026-12-27T12:00:00Z", "2026-12-12T12:00:00Z"}},
+		"not renewed": {credential.State{ServiceAccount: sa, Expires: expires, NotRenewed: "--upstream-token-secret is not set"}, metav1.ConditionTrue, "NotRenewed",
+			[]string{"2026-12-27T12:00:00Z", "--upstream-token-secret is not set"}},
+		"retrying": {credential.State{ServiceAccount: sa, Expires: expires, RenewAt: expires.Add(-15 * 24 * time.Hour), Failure: "connection refused",
+			FailingSince: expires.Add(-15 * 24 * time.Hour)}, metav1.ConditionTrue, "RenewalRetrying",
+			[]string{"connection refused", "since 2026-12-12T12:00:00Z", "keeps trying"}},
+		"failing": {credential.State{ServiceAccount: sa, Expires: expires, RenewAt: expires.Add(-time.Hour), Failure: "serviceaccounts \"kbs-syncer\" is forbidden",
+			FailingSince: expires.Add(-time.Hour), Urgent: true}, metav1.ConditionFalse, "RenewalFailing",
+			[]string{"forbidden", "since 2026-12-27T11:00:00Z", "expires at 2026-12-27T12:00:00Z", "bootstrap it again"}},
+		"not renewed, soon expired": {credential.State{ServiceAccount: sa, Expires: expires, NotRenewed: "--upstream-token-secret is not set", Urgent: true},
+			metav1.ConditionFalse, "ExpiresSoon", []string{"2026-12-27T12:00:00Z", "Bootstrap the syncer again"}},
+	} {
+		conds := ForConfig(problem.SyncerConfig, "a", 1, nil, Shared(sources{reachable: true, credential: tc.st}))
+		c := meta.FindStatusCondition(conds, UpstreamCredential)
+		if c == nil || c.Status != tc.status || c.Reason != tc.reason {
+			t.Errorf("%s: %+v", name, c)
+			continue
+		}
+		for _, s := range tc.says {
+			if !strings.Contains(c.Message, s) {
+				t.Errorf("%s: message %q does not say %q", name, c.Message, s)
+			}
+		}
+		if ready := meta.IsStatusConditionTrue(conds, Ready); ready != (tc.status == metav1.ConditionTrue) {
+			t.Errorf("%s: Ready %v", name, ready)
+		}
 	}
 }

@@ -3,6 +3,8 @@ package syncer
 import (
 	"time"
 
+	"github.com/kubestellar/syncer/pkg/credential"
+
 	"github.com/kubestellar/syncer/pkg/downsync"
 	"github.com/kubestellar/syncer/pkg/report"
 
@@ -93,6 +95,9 @@ type Config struct {
 	// Reachability tells whether each side answers, and whom to tell when that changes (the engine
 	// probes a side that went, and retries what failed once it is back); nil: always reachable.
 	Reachability *reachability.Tracker
+	// Credential tells how the upstream credential fares (condition UpstreamCredential); nil: none
+	// shown.
+	Credential interface{ State() credential.State }
 	// Embedded engines (one of several in a process) leave the process-wide metrics (informer
 	// gauges, objects_managed) to whoever runs them; see ObjectCounts.
 	Embedded bool

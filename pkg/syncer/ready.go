@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubestellar/syncer/pkg/conditions"
+	"github.com/kubestellar/syncer/pkg/credential"
 	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/mapping"
@@ -159,4 +160,11 @@ func (src sources) Report(limit int) *report.Summary {
 
 func (src sources) Reachability(side string) (bool, string, time.Time) {
 	return src.s.reachable(side)
+}
+
+func (src sources) Credential() credential.State {
+	if src.s.cfg.Credential == nil {
+		return credential.State{}
+	}
+	return src.s.cfg.Credential.State()
 }

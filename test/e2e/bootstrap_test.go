@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubestellar/syncer/pkg/bootstrap"
+	"github.com/kubestellar/syncer/test/testenv"
 )
 
 // syncerGen runs the plugin as kubectl would; it returns its stderr, and fails the test on an error
@@ -67,22 +68,31 @@ func kubectlCommand(ctx context.Context, kubeconfig string, args ...string) (str
 // ServiceAccount's token (to check what it may not do) and the Deployment, rolled out.
 func bootstrapPod(t *testing.T, f *fixture, name, rbac string, genArgs ...string) (id string, edgeKube kubernetes.Interface, d *syncerDeployment) {
 	t.Helper()
+	return bootstrapPodAt(t, f, upstream, f.up, name, rbac, append([]string{"--syncer-config-selector=" + testLabel + "=" + f.name}, genArgs...)...)
+}
+
+// bootstrapPodAt is bootstrapPod with syncer-gen's kubeconfig that of up (whose clients upClients
+// remove the identity at the end), and no config selector but what genArgs give.
+func bootstrapPodAt(t *testing.T, f *fixture, up *testenv.Server, upClients clients, name, rbac string, genArgs ...string) (id string, edgeKube kubernetes.Interface, d *syncerDeployment) {
+	t.Helper()
 	manifest := filepath.Join(t.TempDir(), "syncer.yaml")
 	args := append([]string{name, "--syncer-image=" + syncerImage(t), "-o", manifest,
-		"--kubeconfig", upstream.Kubeconfig, "--rbac=" + rbac, "--lifetime=2h", "--syncer-config-selector=" + testLabel + "=" + f.name}, genArgs...)
+		"--kubeconfig", up.Kubeconfig, "--rbac=" + rbac, "--lifetime=2h"}, genArgs...)
 	stderr := syncerGen(t, false, args...)
 	for _, want := range []string{"kubectl apply -f", "kubectl get deployment -n"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("the plugin's output does not tell the next step %q:\n%s", want, stderr)
 		}
 	}
-	id = bootstrap.SyncerID(upstream.URL, name)
+	id = bootstrap.SyncerID(up.URL, name)
 	t.Cleanup(func() {
 		ctx := context.Background()
 		_ = f.down.kube.CoreV1().Namespaces().Delete(ctx, id, metav1.DeleteOptions{}) // the syncer's pods first: it stops writing
-		_ = f.up.kube.RbacV1().ClusterRoles().Delete(ctx, id, metav1.DeleteOptions{})
-		_ = f.up.kube.RbacV1().ClusterRoleBindings().Delete(ctx, id, metav1.DeleteOptions{})
-		_ = f.up.kube.CoreV1().ServiceAccounts("default").Delete(ctx, id, metav1.DeleteOptions{})
+		_ = upClients.kube.RbacV1().ClusterRoles().Delete(ctx, id, metav1.DeleteOptions{})
+		_ = upClients.kube.RbacV1().ClusterRoleBindings().Delete(ctx, id, metav1.DeleteOptions{})
+		_ = upClients.kube.CoreV1().ServiceAccounts("default").Delete(ctx, id, metav1.DeleteOptions{})
+		_ = upClients.kube.RbacV1().Roles("default").Delete(ctx, id+bootstrap.TokenRenewalSuffix, metav1.DeleteOptions{})
+		_ = upClients.kube.RbacV1().RoleBindings("default").Delete(ctx, id+bootstrap.TokenRenewalSuffix, metav1.DeleteOptions{})
 		for _, name := range []string{id, id + bootstrap.MetricsReaderSuffix} {
 			_ = f.down.kube.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})
 		}

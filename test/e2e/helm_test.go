@@ -118,13 +118,14 @@ func TestHelmChart(t *testing.T) {
 	instance := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release + ",app.kubernetes.io/name=kubestellar-syncer," +
 		"app.kubernetes.io/managed-by=Helm,app.kubernetes.io/part-of=kubestellar,app.kubernetes.io/component=syncer,app.kubernetes.io/version"}
 	want := map[string][]string{
-		"deployments":         {edgeNS + "/" + fullname},
-		"serviceaccounts":     {edgeNS + "/" + fullname},
-		"secrets":             {edgeNS + "/" + fullname + "-kubeconfig", edgeNS + "/" + fullname + "-token"},
+		"deployments":     {edgeNS + "/" + fullname},
+		"serviceaccounts": {edgeNS + "/" + fullname},
+		"secrets": {edgeNS + "/" + fullname + "-kubeconfig", edgeNS + "/" + fullname + "-token",
+			edgeNS + "/" + fullname + bootstrap.UpstreamTokenSuffix},
 		"clusterroles":        {"/" + clusterRole, "/" + clusterRole + bootstrap.MetricsReaderSuffix},
 		"clusterrolebindings": {"/" + clusterRole, "/" + clusterRole + "-auth-delegator"},
-		"roles":               {edgeNS + "/" + fullname + "-leader-election"},
-		"rolebindings":        {edgeNS + "/" + fullname + "-leader-election"},
+		"roles":               {edgeNS + "/" + fullname + "-leader-election", edgeNS + "/" + fullname + bootstrap.UpstreamTokenSuffix},
+		"rolebindings":        {edgeNS + "/" + fullname + "-leader-election", edgeNS + "/" + fullname + bootstrap.UpstreamTokenSuffix},
 	}
 	gvrs := map[string]schema.GroupVersionResource{
 		"deployments": gvrDeployments, "serviceaccounts": {Version: "v1", Resource: "serviceaccounts"}, "secrets": {Version: "v1", Resource: "secrets"},

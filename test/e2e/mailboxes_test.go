@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/kubestellar/syncer/pkg/bootstrap"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/test/testenv"
 )
@@ -433,5 +434,47 @@ func TestManyMailboxes(t *testing.T) {
 		t.Error(err)
 	} else if ok, msg := dataEquals("from", a.ws.Name)(o); !ok {
 		t.Errorf("a's edge copy at the end: %s", msg)
+	}
+}
+
+// TestManyMailboxesBootstrapped: syncer-gen --apiexport-endpoint-slice, pointed at the provider
+// workspace, makes the identity and manifest of a syncer that serves every bound workspace: run as
+// a Pod at the edge with only that identity, it syncs each workspace's objects into the workspace's
+// own edge namespace and writes its heartbeat on each workspace's SyncerConfig.
+func TestManyMailboxesBootstrapped(t *testing.T) {
+	if !upstreamIsKCP() {
+		support.SkipBecause(t, skipUnlessKCPExport)
+	}
+	t.Parallel()
+	f := newFixture(t)
+	bed, err := env.SetUpKCPExport(f.ctx, testenv.KCPExportOptions{Prefix: "mwgen", Mailboxes: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var boxes []clients
+	for _, ws := range bed.Mailboxes {
+		c := workspaceClients(t, ws)
+		boxes = append(boxes, c)
+		f.create(c, gvrNamespaces, obj("v1", "Namespace", "", "shop", nil))
+		f.create(c, gvrConfigMaps, configMap("shop", "app", map[string]interface{}{"from": ws.Name}))
+		f.create(c, gvrSyncerConfig, obj("edge.kubestellar.io/v2alpha1", "SyncerConfig", "", "mailbox",
+			map[string]interface{}{"spec": nsScope([]string{"shop"}, resource("", "v1", "configmaps"))}))
+		shop := mapping.WorkspaceNamespace(ws.Cluster, "shop")
+		t.Cleanup(func() {
+			_ = f.down.dyn.Resource(gvrNamespaces).Delete(context.Background(), shop, metav1.DeleteOptions{})
+		})
+	}
+	provider, err := bed.Provider.Server()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bootstrapPodAt(t, f, provider, mustClients(provider), f.name, bootstrap.RBACBroad, "--apiexport-endpoint-slice="+bed.Export.Name)
+
+	for i, ws := range bed.Mailboxes {
+		f.waitFor(f.down, gvrConfigMaps, mapping.WorkspaceNamespace(ws.Cluster, "shop"), "app", dataEquals("from", ws.Name))
+		f.waitFor(boxes[i], gvrSyncerConfig, "", "mailbox", func(o *unstructured.Unstructured) (bool, string) {
+			status, reason, message := conditionOf(o, "Ready")
+			return status == "True", fmt.Sprintf("%s: Ready %s %s: %s", ws.Path, status, reason, message)
+		})
 	}
 }

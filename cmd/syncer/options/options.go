@@ -60,6 +60,10 @@ type Options struct {
 	// soft limit (unless GOMEMLIMIT is set); 0 leaves the runtime without one.
 	MemoryLimitRatio float64
 
+	// UpstreamTokenSecret is the Secret at the edge (namespace/name once completed) that renewed
+	// upstream tokens are kept in; empty: the upstream token is not renewed.
+	UpstreamTokenSecret string
+
 	LeaderElect                  bool
 	LeaderElectResourceNamespace string
 	LeaderElectResourceName      string
@@ -181,6 +185,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's /debug/pprof on the metrics address (heap?gc=1 collects first: what the benchmark reads).")
 	fs.Float64Var(&o.MemoryLimitRatio, "memory-limit-ratio", o.MemoryLimitRatio, "Share of the container's memory limit (its cgroup's) that the Go runtime keeps to, collecting garbage harder as it nears it instead of being killed; ignored when $GOMEMLIMIT is set or there is no limit; 0 disables it.")
 	fs.DurationVar(&o.HeartbeatPeriod, "heartbeat-period", o.HeartbeatPeriod, "How often the heartbeat and conditions are written on every SyncerConfig's status; 0 disables it.")
+	fs.StringVar(&o.UpstreamTokenSecret, "upstream-token-secret", o.UpstreamTokenSecret, "Renew the upstream ServiceAccount token when half its life has gone (TokenRequest on its own ServiceAccount: syncer-gen grants it), and keep each renewed token in this Secret at the edge (name, in $POD_NAMESPACE, or namespace/name), which a restarted syncer starts from. syncer-gen's manifest and the chart create it empty. Empty: the token is used as it is until it expires.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Run only while holding a Lease in the edge cluster, so that several replicas are safe; only the leader watches and writes.")
 	fs.StringVar(&o.LeaderElectResourceNamespace, "leader-elect-resource-namespace", o.LeaderElectResourceNamespace, "Namespace of the Lease at the edge (default: $POD_NAMESPACE).")
 	fs.StringVar(&o.LeaderElectResourceName, "leader-elect-resource-name", o.LeaderElectResourceName, "Name of the Lease (default: kubestellar-syncer-<sync target name>).")
@@ -240,6 +245,9 @@ func (o *Options) Complete() error {
 	if o.LeaderElectResourceNamespace == "" {
 		o.LeaderElectResourceNamespace = os.Getenv("POD_NAMESPACE")
 	}
+	if o.UpstreamTokenSecret != "" && !strings.Contains(o.UpstreamTokenSecret, "/") && os.Getenv("POD_NAMESPACE") != "" {
+		o.UpstreamTokenSecret = os.Getenv("POD_NAMESPACE") + "/" + o.UpstreamTokenSecret
+	}
 	if o.LeaderElectResourceName == "" {
 		o.LeaderElectResourceName = "kubestellar-syncer-" + mapping.OwnerLabelValue(o.SyncTargetName)
 	}
@@ -280,6 +288,9 @@ func (o *Options) Validate() error {
 	}
 	if o.DownstreamQPS == 0 || (o.DownstreamQPS > 0 && o.DownstreamBurst <= 0) {
 		errs = append(errs, "--downstream-qps must be positive (or negative: no client-side limit) and --downstream-burst positive")
+	}
+	if ns, name, ok := strings.Cut(o.UpstreamTokenSecret, "/"); o.UpstreamTokenSecret != "" && (!ok || ns == "" || name == "" || strings.Contains(name, "/")) {
+		errs = append(errs, "--upstream-token-secret needs a namespace: namespace/name, or a name with $POD_NAMESPACE set")
 	}
 	if o.LeaderElect {
 		if o.LeaderElectResourceNamespace == "" {

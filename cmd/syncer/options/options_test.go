@@ -148,6 +148,34 @@ func TestLeaderElectIdentity(t *testing.T) {
 	}
 }
 
+// TestUpstreamTokenSecret: a bare name is in $POD_NAMESPACE; namespace/name stays; a name without a
+// namespace to put it in is an error naming the flag.
+func TestUpstreamTokenSecret(t *testing.T) {
+	for _, tc := range []struct{ flag, podNamespace, want, err string }{
+		{"kbs-upstream-token", "kbs", "kbs/kbs-upstream-token", ""},
+		{"edge/t", "kbs", "edge/t", ""},
+		{"kbs-upstream-token", "", "", "--upstream-token-secret needs a namespace"},
+		{"a/b/c", "", "", "--upstream-token-secret needs a namespace"},
+		{"", "kbs", "", ""},
+	} {
+		t.Setenv("POD_NAMESPACE", tc.podNamespace)
+		o := NewOptions()
+		o.FromKubeconfig, o.SyncTargetUID, o.UpstreamTokenSecret = "k", "u", tc.flag
+		if err := o.Complete(); err != nil {
+			t.Fatal(err)
+		}
+		err := o.Validate()
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%q: error %v, want %q", tc.flag, err, tc.err)
+		case tc.err == "" && err != nil:
+			t.Errorf("%q: %v", tc.flag, err)
+		case tc.err == "" && o.UpstreamTokenSecret != tc.want:
+			t.Errorf("%q completed as %q, want %q", tc.flag, o.UpstreamTokenSecret, tc.want)
+		}
+	}
+}
+
 // A release-0.14 syncer command line (its manifest's, with klog's flags) parses and validates; a klog
 // flag this syncer cannot honour names the replacement.
 func TestRelease014CommandLine(t *testing.T) {

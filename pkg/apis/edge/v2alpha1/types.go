@@ -356,8 +356,10 @@ type SyncerConfigStatus struct {
 	// reason ResolvedWithWarnings), ObjectsSynced (no object failing to sync or in conflict; when
 	// False, counts and up to five examples), UpstreamReachable and DownstreamReachable (the last
 	// request to that side got a response and none has waited more than 10s for one), DeletionsHeld
-	// (True while the deletion breaker holds deletions: its True is the problem) and ReportOnly
-	// (only while the syncer reports instead of writing; Ready is then False). A problem with
+	// (True while the deletion breaker holds deletions: its True is the problem), ReportOnly
+	// (only while the syncer reports instead of writing; Ready is then False) and UpstreamCredential
+	// (the upstream ServiceAccount token is renewed before it expires; absent for other
+	// credentials). A problem with
 	// the selection shows on the configs it comes from; the others show on every config.
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// One entry per sync target whose syncer reads this config, each written by that syncer alone
