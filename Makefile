@@ -32,7 +32,7 @@ E2E_UPSTREAMS ?= kube kcp
 
 IMAGE       ?= kubestellar-syncer:dev
 
-.PHONY: help bench bench-pod-memory bench-quick build test test-unit test-e2e e2e-bins kcp-bins node-bins prometheus-bin image image-check testenv testenv-down lint demo clean
+.PHONY: help bench bench-pod-memory bench-quick build test test-unit test-e2e e2e-bins kcp-bins node-bins prometheus-bin image image-check release release-check testenv testenv-down lint demo clean
 
 help: ## List the targets and what they do.
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z0-9_.-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -44,7 +44,7 @@ build: ## Build the binaries into bin/, stamped with `git describe` and the comm
 	@# `kubectl kubestellar sign` runs kubectl-kubestellar-sign: the same binary, answering to that name.
 	@ln -sf kubectl-kubestellar-syncer_gen bin/kubectl-kubestellar-sign
 
-test: lint test-unit image-check test-e2e ## Everything CI runs.
+test: lint test-unit image-check release-check test-e2e ## Everything CI runs.
 
 test-unit: prometheus-bin helm-bin e2e-bins ## Unit tests (fake clients, pure packages), with the race detector (promtool checks the alerting rules, helm the chart, the real kubectl the plugin's completion).
 	$(GO) test -race -count=1 ./pkg/... ./cmd/... ./manifests/... ./charts/... ./test/bench/... ./test/support/...
@@ -69,6 +69,13 @@ kcp-bins: ## Build kcp and crd-puller once (about 8 minutes cold; seconds when c
 
 image: ## Build the OCI image without a container engine into _output/image/ (layout, docker load tarballs): IMAGE=<registry>/kubestellar-syncer:<tag>, IMAGE_PUSH=1 pushes it.
 	@IMAGE=$(IMAGE) IMAGE_PLATFORMS="$(IMAGE_PLATFORMS)" IMAGE_OUT=$(IMAGE_OUT) bash hack/build-image.sh
+
+release: helm-bin ## VERSION=vX.Y.Z: the syncer and plugin binaries, the image as an OCI layout, the chart package, the krew manifest and SHA256SUMS, in _output/release/<version>/.
+	@VERSION=$(VERSION) bash hack/release.sh
+
+release-check: helm-bin ## Make a release (v0.0.0-check) and check every file of it (test/release): checksums, versions, archives, chart, krew manifest, image layout.
+	@VERSION=v0.0.0-check RELEASE_OUT=_output/release-check bash hack/release.sh
+	RELEASE_DIR=$(abspath _output/release-check) RELEASE_VERSION=v0.0.0-check $(GO) test -count=1 -v ./test/release/
 
 image-check: image runc-bin ## Check the image's static binary, then inspect the built image (config, every layer's files, static /syncer run as 65532) and run it in runc.
 	@bash hack/image-check.sh

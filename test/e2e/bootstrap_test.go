@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubestellar/syncer/pkg/bootstrap"
+	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/test/testenv"
 )
 
@@ -101,7 +102,7 @@ func bootstrapPodAt(t *testing.T, f *fixture, up *testenv.Server, upClients clie
 		}
 	})
 	kubectl(t, env.Downstream.Kubeconfig, "apply", "--server-side", "-f", manifest)
-	d = &syncerDeployment{f: f, namespace: id, name: id, lease: "kubestellar-syncer-" + name, metricsReader: id + bootstrap.MetricsReaderSuffix}
+	d = &syncerDeployment{f: f, namespace: id, name: id, lease: "kubestellar-syncer-" + name, metricsReader: id + bootstrap.MetricsReaderSuffix, manifest: manifest}
 	d.waitAvailable(2 * time.Minute)
 
 	tr, err := f.down.kube.CoreV1().ServiceAccounts(id).CreateToken(f.ctx, id, &authenticationv1.TokenRequest{
@@ -213,4 +214,62 @@ func TestBootstrapFailsFast(t *testing.T) {
 	if !strings.Contains(stderr, "not a valid name") || !strings.Contains(stderr, "--syncer-image is required") {
 		t.Errorf("bad arguments: stderr %q", stderr)
 	}
+}
+
+// TestUninstall: the steps of docs/install.md "Removing the syncer from a site", with the real
+// kubectl. Deleting the manifest stops the syncer and leaves what it wrote at the edge running; the
+// identity upstream goes by its label (and its token stops working); then the objects it wrote go by
+// theirs.
+func TestUninstall(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ns := f.namespace("app")
+	f.create(f.up, gvrConfigMaps, configMap(ns, "settings", map[string]interface{}{"k": "v"}))
+	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps")))
+	id, _, d := bootstrapPod(t, f, f.name, bootstrap.RBACBroad)
+	f.waitFor(f.down, gvrConfigMaps, ns, "settings", hasMark)
+	token := bootstrapToken(t, f, id)
+
+	// 2. The syncer at the edge; what it wrote stays.
+	kubectl(t, env.Downstream.Kubeconfig, "delete", "-f", d.manifest, "--ignore-not-found", "--wait=true")
+	if _, err := f.down.kube.AppsV1().Deployments(id).Get(f.ctx, id, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the syncer's Deployment after kubectl delete -f: %v", err)
+	}
+	for _, name := range []string{ns} {
+		if _, err := f.get(f.down, gvrNamespaces, "", name); err != nil {
+			t.Errorf("the namespace it wrote is gone with the syncer: %v", err)
+		}
+	}
+	f.waitFor(f.down, gvrConfigMaps, ns, "settings", hasMark)
+
+	// 3. Its identity upstream.
+	kubectl(t, upstream.Kubeconfig, "delete", "serviceaccount,secret,role,rolebinding", "-n", "default", "-l", "edge.kubestellar.io/syncer="+id)
+	kubectl(t, upstream.Kubeconfig, "delete", "clusterrole,clusterrolebinding", "-l", "edge.kubestellar.io/syncer="+id)
+	for _, kind := range []string{"serviceaccount,secret,role,rolebinding", "clusterrole,clusterrolebinding"} {
+		if out := strings.TrimSpace(kubectl(t, upstream.Kubeconfig, "get", kind, "-A", "-l", "edge.kubestellar.io/syncer="+id, "-o", "name")); out != "" {
+			t.Errorf("left upstream: %s", out)
+		}
+	}
+	old := kubernetes.NewForConfigOrDie(upstream.TokenConfig(token.Value))
+	eventually(t, 30*time.Second, "the upstream refuses the removed identity's token", func() (bool, string) {
+		_, err := old.CoreV1().ConfigMaps(ns).List(f.ctx, metav1.ListOptions{})
+		return apierrors.IsUnauthorized(err), fmt.Sprintf("%v", err)
+	})
+
+	// 1. The objects it wrote, by their label.
+	lister := exec.Command(filepath.Join(os.Getenv("E2E_BIN"), "kubectl"), "--kubeconfig", env.Downstream.Kubeconfig, "api-resources", "--verbs=list,delete", "-o", "name")
+	out, err := lister.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	label := mapping.OwnerLabel + "=" + mapping.OwnerLabelValue(f.name)
+	for _, r := range strings.Fields(string(out)) {
+		kubectl(t, env.Downstream.Kubeconfig, "delete", r, "-A", "-l", label, "--ignore-not-found", "--wait=false")
+	}
+	eventually(t, 60*time.Second, "the objects it wrote gone", func() (bool, string) {
+		_, err := f.get(f.down, gvrConfigMaps, ns, "settings")
+		n, nerr := f.get(f.down, gvrNamespaces, "", ns)
+		return apierrors.IsNotFound(err) && (apierrors.IsNotFound(nerr) || n.GetDeletionTimestamp() != nil),
+			fmt.Sprintf("configmap: %v; namespace: %v", err, nerr)
+	})
 }

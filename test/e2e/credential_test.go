@@ -86,9 +86,9 @@ func TestUpstreamTokenRenewal(t *testing.T) {
 		t.Fatal(err)
 	}
 	if m[`kubestellar_syncer_upstream_token_renewals_total{result="success"}`] < 1 ||
-		m["kubestellar_syncer_upstream_token_expiry_timestamp_seconds"] < float64(time.Now().Unix()) {
+		m["kubestellar_syncer_upstream_token_expiry_timestamp_seconds{}"] < float64(time.Now().Unix()) {
 		t.Errorf("metrics: renewals %v, expiry %v", m[`kubestellar_syncer_upstream_token_renewals_total{result="success"}`],
-			m["kubestellar_syncer_upstream_token_expiry_timestamp_seconds"])
+			m["kubestellar_syncer_upstream_token_expiry_timestamp_seconds{}"])
 	}
 	if logs := d.logs(pod.Name, false); !strings.Contains(logs, "Renewed the upstream token") {
 		t.Errorf("no renewal in the syncer's log:\n%s", d.tail(pod.Name, 30))

@@ -65,6 +65,8 @@ type syncerDeployment struct {
 	lease string
 	// metricsReader is the ClusterRole its install makes for scrapers (--metrics-secure).
 	metricsReader string
+	// manifest is syncer-gen's manifest it was applied from ("" for the chart).
+	manifest string
 
 	scraper string // a token of a ServiceAccount bound to metricsReader, made on first use
 }

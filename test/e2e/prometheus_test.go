@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -305,6 +306,7 @@ func TestPrometheusAlerts(t *testing.T) {
 			} `json:"rules"`
 		} `json:"groups"`
 	}
+	want := bytes.Count(rules, []byte("\n  - alert: "))
 	eventually(t, 60*time.Second, "Prometheus loads the rules", func() (bool, string) {
 		if err := promAPI(addr, "/api/v1/rules", &groups); err != nil {
 			return false, err.Error()
@@ -313,7 +315,7 @@ func TestPrometheusAlerts(t *testing.T) {
 		for _, g := range groups.Groups {
 			n += len(g.Rules)
 		}
-		return n == 10, fmt.Sprintf("%d rules loaded, want 10", n)
+		return n == want, fmt.Sprintf("%d rules loaded, want %d (rules.yaml's)", n, want)
 	})
 	eventually(t, 60*time.Second, "KubestellarSyncerDown fires for the target that does not answer", func() (bool, string) {
 		alerts, err := promAlerts(addr)
