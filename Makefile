@@ -74,7 +74,7 @@ release: helm-bin ## VERSION=vX.Y.Z: the syncer and plugin binaries, the image a
 	@VERSION=$(VERSION) bash hack/release.sh
 
 release-check: helm-bin ## Make a release (v0.0.0-check) and check every file of it (test/release): checksums, versions, archives, chart, krew manifest, image layout.
-	@VERSION=v0.0.0-check RELEASE_OUT=_output/release-check bash hack/release.sh
+	@VERSION=v0.0.0-check RELEASE_OUT=_output/release-check RELEASE_ALLOW_DIRTY=1 bash hack/release.sh
 	RELEASE_DIR=$(abspath _output/release-check) RELEASE_VERSION=v0.0.0-check $(GO) test -count=1 -v ./test/release/
 
 image-check: image runc-bin ## Check the image's static binary, then inspect the built image (config, every layer's files, static /syncer run as 65532) and run it in runc.

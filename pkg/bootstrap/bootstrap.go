@@ -200,7 +200,7 @@ func run(ctx context.Context, up upstream, opts Options, out io.Writer) (*Result
 	kube := up.kube
 	id := SyncerID(up.host, opts.Name)
 	ns := opts.UpstreamNamespace
-	if err := preflight(ctx, up.host, kube, ns); err != nil {
+	if err := preflight(ctx, up.host, kube, ns, opts.APIExportEndpointSlice); err != nil {
 		return nil, err
 	}
 	rules, configs, err := upstreamRules(ctx, up, opts, out)
@@ -268,7 +268,7 @@ func run(ctx context.Context, up upstream, opts Options, out io.Writer) (*Result
 // the workspaces bound to an APIExport, the export's slice and content.
 func upstreamRules(ctx context.Context, up upstream, opts Options, out io.Writer) ([]rbacv1.PolicyRule, []*edgev1.SyncerConfig, error) {
 	if opts.APIExportEndpointSlice != "" {
-		export, err := sliceExport(ctx, up.dyn, opts.APIExportEndpointSlice, out)
+		export, err := sliceExport(ctx, up.dyn, up.host, opts.APIExportEndpointSlice, out)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -297,9 +297,14 @@ func policyRules(rules []rbacv1.PolicyRule) []*rbacv1ac.PolicyRuleApplyConfigura
 
 // preflight fails fast when the endpoint cannot be reached or the caller lacks a permission the
 // bootstrap needs, naming what is missing.
-func preflight(ctx context.Context, host string, kube kubernetes.Interface, ns string) error {
+// With a slice (the provider workspace of many mailboxes), reading it stands for reading the configs.
+func preflight(ctx context.Context, host string, kube kubernetes.Interface, ns, slice string) error {
+	where := "the mailbox workspace"
+	if slice != "" {
+		where = "the provider workspace"
+	}
 	if _, err := kube.Discovery().ServerVersion(); err != nil {
-		return fmt.Errorf("cannot use the upstream at %s (is the kubeconfig pointing at the mailbox workspace, and is it reachable?): %w", host, err)
+		return fmt.Errorf("cannot use the upstream at %s (is the kubeconfig pointing at %s, and is it reachable?): %w", host, where, err)
 	}
 	// Server-side apply is a PATCH that creates what is missing: it needs both verbs.
 	checks := []authorizationv1.ResourceAttributes{
@@ -316,7 +321,11 @@ func preflight(ctx context.Context, host string, kube kubernetes.Interface, ns s
 		{Verb: "patch", Group: rbacv1.GroupName, Resource: "clusterroles"},
 		{Verb: "create", Group: rbacv1.GroupName, Resource: "clusterrolebindings"},
 		{Verb: "patch", Group: rbacv1.GroupName, Resource: "clusterrolebindings"},
-		{Verb: "list", Group: edgev1.GroupName, Resource: "syncerconfigs"},
+	}
+	if slice == "" {
+		checks = append(checks, authorizationv1.ResourceAttributes{Verb: "list", Group: edgev1.GroupName, Resource: "syncerconfigs"})
+	} else {
+		checks = append(checks, authorizationv1.ResourceAttributes{Verb: "get", Group: "apis.kcp.io", Resource: "apiexportendpointslices", Name: slice})
 	}
 	var missing []string
 	for _, attrs := range checks {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,8 +28,9 @@ func ExportRules(slice, export string) []rbacv1.PolicyRule {
 }
 
 // sliceExport is the name of the APIExport an APIExportEndpointSlice of the provider workspace
-// points at. An export in another workspace is named, with what to grant there.
-func sliceExport(ctx context.Context, dyn dynamic.Interface, slice string, out io.Writer) (string, error) {
+// (served at host) points at. An export in another workspace than host's is named, with what to
+// grant there (kcp fills spec.export.path in even for the slice's own workspace).
+func sliceExport(ctx context.Context, dyn dynamic.Interface, host, slice string, out io.Writer) (string, error) {
 	obj, err := dyn.Resource(endpointSlices).Get(ctx, slice, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -41,7 +43,7 @@ func sliceExport(ctx context.Context, dyn dynamic.Interface, slice string, out i
 	if export == "" {
 		return "", fmt.Errorf("APIExportEndpointSlice %q names no APIExport (spec.export.name)", slice)
 	}
-	if path != "" {
+	if path != "" && !strings.HasSuffix(strings.TrimRight(host, "/"), "/clusters/"+path) {
 		fmt.Fprintf(out, "Note: APIExport %q is in workspace %s: grant the syncer's service account apiexports/content (verbs \"*\", resourceNames [%s]) there too\n",
 			export, path, export)
 	}

@@ -498,7 +498,7 @@ func TestRunSyncerConfigSelector(t *testing.T) {
 func TestRunForAnAPIExport(t *testing.T) {
 	slice := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIExportEndpointSlice",
 		"metadata": map[string]interface{}{"name": "edge.kubestellar.io"},
-		"spec":     map[string]interface{}{"export": map[string]interface{}{"name": "edge-export"}}}}
+		"spec":     map[string]interface{}{"export": map[string]interface{}{"name": "edge-export", "path": "root:mb-1"}}}}
 	f := newFakeUpstream(t, nil, slice)
 	opts := testOptions()
 	opts.APIExportEndpointSlice = "edge.kubestellar.io"
@@ -510,7 +510,11 @@ func TestRunForAnAPIExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(ExportRules("edge.kubestellar.io", "edge-export"), cr.Rules); diff != "" {
+	want := []rbacv1.PolicyRule{
+		{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiexportendpointslices"}, ResourceNames: []string{"edge.kubestellar.io"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiexports/content"}, ResourceNames: []string{"edge-export"}, Verbs: []string{"*"}},
+	}
+	if diff := cmp.Diff(want, cr.Rules); diff != "" {
 		t.Errorf("rules (-want +got):\n%s", diff)
 	}
 	if crds, err := f.dyn.Resource(crdGVR).List(context.Background(), metav1.ListOptions{}); err != nil || len(crds.Items) != 0 {
@@ -518,6 +522,9 @@ func TestRunForAnAPIExport(t *testing.T) {
 	}
 	if !strings.Contains(string(res.Manifest), "--apiexport-endpoint-slice=edge.kubestellar.io") || !strings.Contains(out, `APIExport "edge-export"`) {
 		t.Errorf("the manifest or the output does not name the slice and its export; output:\n%s", out)
+	}
+	if strings.Contains(out, "grant") {
+		t.Errorf("a note to grant elsewhere for an export in the provider workspace itself:\n%s", out)
 	}
 
 	opts.APIExportEndpointSlice = "nope"

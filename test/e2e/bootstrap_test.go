@@ -69,12 +69,15 @@ func kubectlCommand(ctx context.Context, kubeconfig string, args ...string) (str
 // ServiceAccount's token (to check what it may not do) and the Deployment, rolled out.
 func bootstrapPod(t *testing.T, f *fixture, name, rbac string, genArgs ...string) (id string, edgeKube kubernetes.Interface, d *syncerDeployment) {
 	t.Helper()
-	return bootstrapPodAt(t, f, upstream, f.up, name, rbac, append([]string{"--syncer-config-selector=" + testLabel + "=" + f.name}, genArgs...)...)
+	// The identity goes at the end with the upstream's clients of then (a restart of kcp changes its
+	// admin token).
+	return bootstrapPodAt(t, f, upstream, func() clients { return mustClients(upstream) }, name, rbac,
+		append([]string{"--syncer-config-selector=" + testLabel + "=" + f.name}, genArgs...)...)
 }
 
-// bootstrapPodAt is bootstrapPod with syncer-gen's kubeconfig that of up (whose clients upClients
-// remove the identity at the end), and no config selector but what genArgs give.
-func bootstrapPodAt(t *testing.T, f *fixture, up *testenv.Server, upClients clients, name, rbac string, genArgs ...string) (id string, edgeKube kubernetes.Interface, d *syncerDeployment) {
+// bootstrapPodAt is bootstrapPod with syncer-gen's kubeconfig that of up (whose clients, as upClients
+// gives them, remove the identity at the end), and no config selector but what genArgs give.
+func bootstrapPodAt(t *testing.T, f *fixture, up *testenv.Server, upClients func() clients, name, rbac string, genArgs ...string) (id string, edgeKube kubernetes.Interface, d *syncerDeployment) {
 	t.Helper()
 	manifest := filepath.Join(t.TempDir(), "syncer.yaml")
 	args := append([]string{name, "--syncer-image=" + syncerImage(t), "-o", manifest,
@@ -88,6 +91,7 @@ func bootstrapPodAt(t *testing.T, f *fixture, up *testenv.Server, upClients clie
 	id = bootstrap.SyncerID(up.URL, name)
 	t.Cleanup(func() {
 		ctx := context.Background()
+		upClients := upClients()
 		_ = f.down.kube.CoreV1().Namespaces().Delete(ctx, id, metav1.DeleteOptions{}) // the syncer's pods first: it stops writing
 		_ = upClients.kube.RbacV1().ClusterRoles().Delete(ctx, id, metav1.DeleteOptions{})
 		_ = upClients.kube.RbacV1().ClusterRoleBindings().Delete(ctx, id, metav1.DeleteOptions{})
@@ -235,6 +239,9 @@ func TestUninstall(t *testing.T) {
 	if _, err := f.down.kube.AppsV1().Deployments(id).Get(f.ctx, id, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the syncer's Deployment after kubectl delete -f: %v", err)
 	}
+	if out := strings.TrimSpace(kubectl(t, env.Downstream.Kubeconfig, "get", "clusterrole,clusterrolebinding", "-l", "edge.kubestellar.io/syncer="+id, "-o", "name")); out != "" {
+		t.Errorf("left at the edge: %s", out)
+	}
 	for _, name := range []string{ns} {
 		if _, err := f.get(f.down, gvrNamespaces, "", name); err != nil {
 			t.Errorf("the namespace it wrote is gone with the syncer: %v", err)
@@ -256,20 +263,35 @@ func TestUninstall(t *testing.T) {
 		return apierrors.IsUnauthorized(err), fmt.Sprintf("%v", err)
 	})
 
-	// 1. The objects it wrote, by their label.
-	lister := exec.Command(filepath.Join(os.Getenv("E2E_BIN"), "kubectl"), "--kubeconfig", env.Downstream.Kubeconfig, "api-resources", "--verbs=list,delete", "-o", "name")
-	out, err := lister.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
+	// 1. The objects it wrote, by their label: the namespaced ones, then the cluster-scoped ones but
+	// namespaces and CRDs; an object made at the edge in a namespace it wrote stays until the
+	// namespace goes, which is a deliberate last step.
+	f.create(f.down, gvrConfigMaps, configMap(ns, "made-at-the-edge", map[string]interface{}{"k": "v"}))
 	label := mapping.OwnerLabel + "=" + mapping.OwnerLabelValue(f.name)
-	for _, r := range strings.Fields(string(out)) {
-		kubectl(t, env.Downstream.Kubeconfig, "delete", r, "-A", "-l", label, "--ignore-not-found", "--wait=false")
+	for _, scope := range []string{"--namespaced=true", "--namespaced=false"} {
+		out, err := exec.Command(filepath.Join(os.Getenv("E2E_BIN"), "kubectl"), "--kubeconfig", env.Downstream.Kubeconfig,
+			"api-resources", "--verbs=list,delete", scope, "-o", "name").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range strings.Fields(string(out)) {
+			args := []string{"delete", r, "-l", label, "--ignore-not-found", "--wait=false"}
+			switch {
+			case r == "namespaces" || r == "customresourcedefinitions.apiextensions.k8s.io":
+				continue
+			case scope == "--namespaced=true":
+				args = append(args, "-A")
+			}
+			kubectl(t, env.Downstream.Kubeconfig, args...)
+		}
 	}
-	eventually(t, 60*time.Second, "the objects it wrote gone", func() (bool, string) {
-		_, err := f.get(f.down, gvrConfigMaps, ns, "settings")
-		n, nerr := f.get(f.down, gvrNamespaces, "", ns)
-		return apierrors.IsNotFound(err) && (apierrors.IsNotFound(nerr) || n.GetDeletionTimestamp() != nil),
-			fmt.Sprintf("configmap: %v; namespace: %v", err, nerr)
+	f.waitGone(f.down, gvrConfigMaps, ns, "settings")
+	if _, err := f.get(f.down, gvrConfigMaps, ns, "made-at-the-edge"); err != nil {
+		t.Errorf("an object made at the edge, in a namespace the syncer wrote, before that namespace is deleted: %v", err)
+	}
+	kubectl(t, env.Downstream.Kubeconfig, "delete", "namespaces", "-l", label, "--wait=false")
+	eventually(t, 60*time.Second, "the namespace it wrote going", func() (bool, string) {
+		n, err := f.get(f.down, gvrNamespaces, "", ns)
+		return apierrors.IsNotFound(err) || (err == nil && n.GetDeletionTimestamp() != nil), fmt.Sprintf("%v", err)
 	})
 }

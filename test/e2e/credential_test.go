@@ -37,6 +37,7 @@ func TestUpstreamTokenRenewal(t *testing.T) {
 	t.Logf("bootstrap token of %s issued %s, expires %s", first.ServiceAccount, first.Issued.Format(time.TimeOnly), first.Expires.Format(time.TimeOnly))
 
 	t.Parallel()
+	f.up = mustClients(upstream) // a test that ran meanwhile may have restarted kcp: a new admin token
 	ns := f.namespace("app")
 	spec := nsScope([]string{ns}, resource("", "v1", "configmaps"))
 	spec["upsync"] = []interface{}{map[string]interface{}{"apiGroup": "", "resources": []interface{}{"configmaps"},

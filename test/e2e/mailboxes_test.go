@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubestellar/syncer/pkg/bootstrap"
 	"github.com/kubestellar/syncer/pkg/mapping"
@@ -468,7 +469,18 @@ func TestManyMailboxesBootstrapped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bootstrapPodAt(t, f, provider, mustClients(provider), f.name, bootstrap.RBACBroad, "--apiexport-endpoint-slice="+bed.Export.Name)
+	id, _, _ := bootstrapPodAt(t, f, provider, func() clients { return mustClients(provider) }, f.name, bootstrap.RBACBroad, "--apiexport-endpoint-slice="+bed.Export.Name)
+
+	// The identity may read its slice in the provider workspace, and not what else is there.
+	token := bootstrapToken(t, f, id).Value
+	as := kubernetes.NewForConfigOrDie(provider.TokenConfig(token))
+	if _, err := as.CoreV1().Secrets("default").List(f.ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the syncer's identity listing Secrets in the provider workspace: %v, want Forbidden", err)
+	}
+	if _, err := dynamic.NewForConfigOrDie(provider.TokenConfig(token)).Resource(schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha1", Resource: "apiexportendpointslices"}).
+		Get(f.ctx, bed.Export.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the syncer's identity reading its APIExportEndpointSlice: %v", err)
+	}
 
 	for i, ws := range bed.Mailboxes {
 		f.waitFor(f.down, gvrConfigMaps, mapping.WorkspaceNamespace(ws.Cluster, "shop"), "app", dataEquals("from", ws.Name))

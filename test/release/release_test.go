@@ -5,6 +5,8 @@ import (
 	"bufio"
 	"compress/gzip"
 	"crypto/sha256"
+	"debug/elf"
+	"debug/macho"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -133,6 +135,9 @@ func extract(t *testing.T, archive, name, path string) {
 		if h.Name != name || found {
 			t.Fatalf("%s holds %s, want only %s", filepath.Base(archive), h.Name, name)
 		}
+		if h.Mode != 0o755 || h.Uid != 0 || h.Gid != 0 {
+			t.Errorf("%s: %s has mode %o, owner %d:%d; want 755, 0:0", filepath.Base(archive), name, h.Mode, h.Uid, h.Gid)
+		}
 		found = true
 		b, err := io.ReadAll(tr)
 		if err != nil {
@@ -173,7 +178,13 @@ func TestKrewManifest(t *testing.T) {
 	if p.Spec.Version != v || len(p.Spec.Platforms) != 4 {
 		t.Fatalf("version %q, %d platforms", p.Spec.Version, len(p.Spec.Platforms))
 	}
+	seen := map[string]bool{}
 	for _, pl := range p.Spec.Platforms {
+		key := pl.Selector.MatchLabels["os"] + "/" + pl.Selector.MatchLabels["arch"]
+		if seen[key] {
+			t.Errorf("platform %s twice", key)
+		}
+		seen[key] = true
 		archive := fmt.Sprintf("kubectl-kubestellar-syncer_gen_%s_%s_%s.tar.gz", v, pl.Selector.MatchLabels["os"], pl.Selector.MatchLabels["arch"])
 		if !strings.HasSuffix(pl.URI, "/"+v+"/"+archive) || pl.SHA256 != sha256Of(t, filepath.Join(dir, archive)) {
 			t.Errorf("platform %v: uri %s sha256 %s; want the archive %s and its checksum", pl.Selector.MatchLabels, pl.URI, pl.SHA256, archive)
@@ -259,5 +270,48 @@ func TestImageLayout(t *testing.T) {
 	slices.Sort(platforms)
 	if !slices.Equal(platforms, []string{"linux/amd64", "linux/arm64"}) {
 		t.Errorf("platforms %v, want linux/amd64 and linux/arm64", platforms)
+	}
+}
+
+// TestEveryBinaryIsItsPlatforms: each syncer binary, and the plugin in each archive, is an executable
+// of the OS and architecture its name says.
+func TestEveryBinaryIsItsPlatforms(t *testing.T) {
+	dir, v := release(t)
+	elfMachine := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
+	machoCPU := map[string]macho.Cpu{"amd64": macho.CpuAmd64, "arm64": macho.CpuArm64}
+	check := func(path, goos, arch string) {
+		t.Helper()
+		switch goos {
+		case "linux":
+			f, err := elf.Open(path)
+			if err != nil {
+				t.Errorf("%s: not an ELF executable: %v", filepath.Base(path), err)
+				return
+			}
+			defer f.Close()
+			if f.Machine != elfMachine[arch] || f.Type != elf.ET_EXEC {
+				t.Errorf("%s: machine %v type %v, want %v executable", filepath.Base(path), f.Machine, f.Type, elfMachine[arch])
+			}
+		case "darwin":
+			f, err := macho.Open(path)
+			if err != nil {
+				t.Errorf("%s: not a Mach-O executable: %v", filepath.Base(path), err)
+				return
+			}
+			defer f.Close()
+			if f.Cpu != machoCPU[arch] || f.Type != macho.TypeExec {
+				t.Errorf("%s: cpu %v type %v, want %v executable", filepath.Base(path), f.Cpu, f.Type, machoCPU[arch])
+			}
+		}
+	}
+	for _, arch := range []string{"amd64", "arm64"} {
+		check(filepath.Join(dir, "syncer_"+v+"_linux_"+arch), "linux", arch)
+	}
+	for _, goos := range []string{"linux", "darwin"} {
+		for _, arch := range []string{"amd64", "arm64"} {
+			plugin := filepath.Join(t.TempDir(), "kubectl-kubestellar-syncer_gen")
+			extract(t, filepath.Join(dir, fmt.Sprintf("kubectl-kubestellar-syncer_gen_%s_%s_%s.tar.gz", v, goos, arch)), "kubectl-kubestellar-syncer_gen", plugin)
+			check(plugin, goos, arch)
+		}
 	}
 }
