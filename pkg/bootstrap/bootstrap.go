@@ -38,7 +38,8 @@ import (
 var crdGVR = wellknown.CRDs
 
 // DefaultLifetime is how long each upstream token lives by default: the syncer renews it when half
-// of it has gone, so that a site cut off from its mailbox for up to 15 days comes back by itself.
+// of it has gone (and up to a tenth more), so that a site cut off from its mailbox for up to 12 days
+// comes back by itself.
 const DefaultLifetime = 30 * 24 * time.Hour
 
 // DefaultOptions are the plugin's defaults (its flags' defaults; the Helm chart's values match them).

@@ -129,7 +129,7 @@ func upstreamCredential(st credential.State) (metav1.Condition, bool) {
 			"Once it has expired the syncer cannot reach the mailbox: bootstrap it again (syncer-gen) and restart it.",
 			st.ServiceAccount, st.FailingSince.UTC().Format(time.RFC3339), st.Failure, expires), MaxMessageLen)
 	default:
-		c.Reason, c.Message = "Renewed", fmt.Sprintf("The upstream token of ServiceAccount %s expires at %s; the syncer renews it at %s, when half its life has gone.",
+		c.Reason, c.Message = "Renewed", fmt.Sprintf("The upstream token of ServiceAccount %s expires at %s; the syncer renews it at %s, once half its life has gone.",
 			st.ServiceAccount, expires, st.RenewAt.UTC().Format(time.RFC3339))
 	}
 	return c, true

@@ -1,7 +1,8 @@
 // Package credential keeps the syncer's upstream credential alive. The token syncer-gen mints is a
 // ServiceAccount token of the mailbox that expires; the Renewer asks the upstream for a new one
-// (TokenRequest on that same ServiceAccount) when half of its life has gone, so that a site that
-// loses its upstream for up to half a lifetime still comes back by itself. Every upstream client
+// (TokenRequest on that same ServiceAccount) when half of its life has gone (and up to a tenth more),
+// so that a site that loses its upstream for up to four tenths of a lifetime still comes back by
+// itself. Every upstream client
 // takes the current token from the Renewer on each request, so a renewal needs no restart.
 //
 // A renewed token is stored at the edge, in a Secret of the syncer's namespace that the manifest
