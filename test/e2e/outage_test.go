@@ -104,7 +104,8 @@ func newOutageScenario(t *testing.T, side string) *outageScenario {
 func (o *outageScenario) startWriters() {
 	seed := time.Now().UnixNano()
 	o.f.t.Logf("writers seeded with %d", seed)
-	o.upClients.Store(&o.f.up)
+	up := o.f.up // a copy: run replaces o.f.up after a kcp restart while the writers read theirs
+	o.upClients.Store(&up)
 	down := o.f.down
 	o.writers = append(o.writers,
 		startWriter(o.f, func() clients { return *o.upClients.Load() }, o.down, 12, 50*time.Millisecond, 100000, seed),
