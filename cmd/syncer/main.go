@@ -242,7 +242,7 @@ func upstreamCredential(ctx context.Context, opts *options.Options, upCfg, downC
 	// Every upstream request takes the token in use now, renewed or not, from the Renewer; the
 	// Renewer's own requests too.
 	var renewer *credential.Renewer
-	upCfg.BearerToken, upCfg.BearerTokenFile = "", ""
+	upCfg.BearerToken = "" // a token file returned above: client-go keeps reading it
 	upCfg.Wrap(transport.TokenSourceWrapTransport(tokenSource(func() (*oauth2.Token, error) { return renewer.Token() })))
 	up, err := kubernetes.NewForConfig(upCfg)
 	if err != nil {

@@ -326,7 +326,7 @@ func preflight(ctx context.Context, host string, kube kubernetes.Interface, ns, 
 	if slice == "" {
 		checks = append(checks, authorizationv1.ResourceAttributes{Verb: "list", Group: edgev1.GroupName, Resource: "syncerconfigs"})
 	} else {
-		checks = append(checks, authorizationv1.ResourceAttributes{Verb: "get", Group: "apis.kcp.io", Resource: "apiexportendpointslices", Name: slice})
+		checks = append(checks, authorizationv1.ResourceAttributes{Verb: "get", Group: wellknown.EndpointSlices.Group, Resource: wellknown.EndpointSlices.Resource, Name: slice})
 	}
 	var missing []string
 	for _, attrs := range checks {

@@ -10,19 +10,17 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-)
 
-// endpointSlices are kcp's APIExportEndpointSlices.
-var endpointSlices = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha1", Resource: "apiexportendpointslices"}
+	"github.com/kubestellar/syncer/pkg/wellknown"
+)
 
 // ExportRules are the syncer's permissions in the provider workspace when it serves every workspace
 // bound to an APIExport: read the APIExportEndpointSlice, and everything of the export's content
 // through its virtual workspace (what kcp asks of an export's controller); nothing else there.
 func ExportRules(slice, export string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiexportendpointslices"}, ResourceNames: []string{slice}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{wellknown.EndpointSlices.Group}, Resources: []string{wellknown.EndpointSlices.Resource}, ResourceNames: []string{slice}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiexports/content"}, ResourceNames: []string{export}, Verbs: []string{"*"}},
 	}
 }
@@ -31,7 +29,7 @@ func ExportRules(slice, export string) []rbacv1.PolicyRule {
 // (served at host) points at. An export in another workspace than host's is named, with what to
 // grant there (kcp fills spec.export.path in even for the slice's own workspace).
 func sliceExport(ctx context.Context, dyn dynamic.Interface, host, slice string, out io.Writer) (string, error) {
-	obj, err := dyn.Resource(endpointSlices).Get(ctx, slice, metav1.GetOptions{})
+	obj, err := dyn.Resource(wellknown.EndpointSlices).Get(ctx, slice, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return "", fmt.Errorf("no APIExportEndpointSlice %q in the workspace of the kubeconfig (point it at the provider workspace that holds the slice)", slice)

@@ -33,11 +33,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/wellknown"
 )
 
-var (
-	// EndpointSliceGVR is kcp's APIExportEndpointSlice: where an APIExport's virtual workspace is.
-	EndpointSliceGVR = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha1", Resource: "apiexportendpointslices"}
-	apiBindingsGR    = wellknown.APIBindings
-)
+var apiBindingsGR = wellknown.APIBindings
 
 // Config is what NewController needs.
 type Config struct {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubestellar/syncer/pkg/informermanager"
+	"github.com/kubestellar/syncer/pkg/wellknown"
 )
 
 // watchURL watches the APIExportEndpointSlice (with provider, whose Stop ends the watch), and returns
@@ -41,7 +42,7 @@ func (c *Controller) watchURL(ctx context.Context, provider *informermanager.Man
 			moved(fmt.Errorf("the APIExport's virtual workspace moved from %s to %s; starting again", url, now))
 		}
 	}
-	slices, err := provider.Watch(EndpointSliceGVR, informermanager.Configs, informermanager.Spec{FieldSelector: "metadata.name=" + c.cfg.EndpointSlice},
+	slices, err := provider.Watch(wellknown.EndpointSlices, informermanager.Configs, informermanager.Spec{FieldSelector: "metadata.name=" + c.cfg.EndpointSlice},
 		cache.ResourceEventHandlerFuncs{AddFunc: see, UpdateFunc: func(_, obj interface{}) { see(obj) }})
 	if err != nil {
 		return "", err

@@ -242,10 +242,8 @@ func TestUninstall(t *testing.T) {
 	if out := strings.TrimSpace(kubectl(t, env.Downstream.Kubeconfig, "get", "clusterrole,clusterrolebinding", "-l", "edge.kubestellar.io/syncer="+id, "-o", "name")); out != "" {
 		t.Errorf("left at the edge: %s", out)
 	}
-	for _, name := range []string{ns} {
-		if _, err := f.get(f.down, gvrNamespaces, "", name); err != nil {
-			t.Errorf("the namespace it wrote is gone with the syncer: %v", err)
-		}
+	if _, err := f.get(f.down, gvrNamespaces, "", ns); err != nil {
+		t.Errorf("the namespace it wrote is gone with the syncer: %v", err)
 	}
 	f.waitFor(f.down, gvrConfigMaps, ns, "settings", hasMark)
 

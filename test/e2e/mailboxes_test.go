@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubestellar/syncer/pkg/bootstrap"
 	"github.com/kubestellar/syncer/pkg/mapping"
+	"github.com/kubestellar/syncer/pkg/wellknown"
 	"github.com/kubestellar/syncer/test/testenv"
 )
 
@@ -477,7 +478,7 @@ func TestManyMailboxesBootstrapped(t *testing.T) {
 	if _, err := as.CoreV1().Secrets("default").List(f.ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("the syncer's identity listing Secrets in the provider workspace: %v, want Forbidden", err)
 	}
-	if _, err := dynamic.NewForConfigOrDie(provider.TokenConfig(token)).Resource(schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha1", Resource: "apiexportendpointslices"}).
+	if _, err := dynamic.NewForConfigOrDie(provider.TokenConfig(token)).Resource(wellknown.EndpointSlices).
 		Get(f.ctx, bed.Export.Name, metav1.GetOptions{}); err != nil {
 		t.Errorf("the syncer's identity reading its APIExportEndpointSlice: %v", err)
 	}
