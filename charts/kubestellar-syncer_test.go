@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/spf13/pflag"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -110,14 +111,15 @@ func key(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
 
 func parseManifest(out string) (*manifest, error) {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, rbacv1.AddToScheme, policyv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, rbacv1.AddToScheme, policyv1.AddToScheme, admissionregistrationv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, err
 		}
 	}
 	strict := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme, scheme, kjson.SerializerOptions{Yaml: true, Strict: true})
 	want := map[string]bool{"ServiceAccount": true, "Secret": true, "Service": true, "ClusterRole": true, "ClusterRoleBinding": true,
-		"Role": true, "RoleBinding": true, "Deployment": true, "PodDisruptionBudget": true}
+		"Role": true, "RoleBinding": true, "Deployment": true, "PodDisruptionBudget": true,
+		"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true}
 	m := &manifest{typed: map[string]runtime.Object{}}
 	for _, doc := range strings.Split(out, "\n---") {
 		u := &unstructured.Unstructured{}
@@ -256,7 +258,7 @@ func checkCommon(t *testing.T, m *manifest, version string) *options.Options {
 			t.Errorf("%s %s: label helm.sh/chart = %q", o.GetKind(), o.GetName(), got["helm.sh/chart"])
 		}
 		switch o.GetKind() {
-		case "ClusterRole", "ClusterRoleBinding":
+		case "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 			if o.GetNamespace() != "" {
 				t.Errorf("%s %s has a namespace", o.GetKind(), o.GetName())
 			}
@@ -429,13 +431,18 @@ func TestChartValueSets(t *testing.T) {
 		values: requiredValues(),
 		check: func(t *testing.T, m *manifest, o *options.Options) {
 			want := []string{
-				"ClusterRole /edge-florin:" + fullname, "ClusterRole /edge-florin:" + fullname + "-metrics-reader",
+				"ClusterRole /edge-florin:" + fullname, "ClusterRole /edge-florin:" + fullname + bootstrap.ExecutorSuffix,
+				"ClusterRole /edge-florin:" + fullname + "-metrics-reader",
 				"ClusterRoleBinding /edge-florin:" + fullname, "ClusterRoleBinding /edge-florin:" + fullname + "-auth-delegator",
-				"Deployment edge-florin/" + fullname, "Role edge-florin/" + fullname + "-leader-election",
-				"Role edge-florin/" + fullname + bootstrap.UpstreamTokenSuffix,
-				"RoleBinding edge-florin/" + fullname + "-leader-election", "RoleBinding edge-florin/" + fullname + bootstrap.UpstreamTokenSuffix,
+				"ClusterRoleBinding /edge-florin:" + fullname + bootstrap.ExecutorSuffix,
+				"Deployment edge-florin/" + fullname, "Role edge-florin/" + fullname + bootstrap.ExecutorSuffix,
+				"Role edge-florin/" + fullname + "-leader-election", "Role edge-florin/" + fullname + bootstrap.UpstreamTokenSuffix,
+				"RoleBinding edge-florin/" + fullname + bootstrap.ExecutorSuffix, "RoleBinding edge-florin/" + fullname + "-leader-election",
+				"RoleBinding edge-florin/" + fullname + bootstrap.UpstreamTokenSuffix,
 				"Secret edge-florin/" + fullname + "-token", "Secret edge-florin/" + fullname + bootstrap.UpstreamTokenSuffix,
-				"ServiceAccount edge-florin/" + fullname,
+				"ServiceAccount edge-florin/" + fullname, "ServiceAccount edge-florin/" + fullname + bootstrap.ExecutorSuffix,
+				"ValidatingAdmissionPolicy /edge-florin." + fullname + bootstrap.FenceSuffix,
+				"ValidatingAdmissionPolicyBinding /edge-florin." + fullname + bootstrap.FenceSuffix,
 			}
 			if diff := cmp.Diff(want, m.kinds()); diff != "" {
 				t.Errorf("objects (-want +got):\n%s", diff)
@@ -454,9 +461,17 @@ func TestChartValueSets(t *testing.T) {
 			if vol.SecretName != "florin-mailbox" || vol.Items[0].Key != "kubeconfig" {
 				t.Errorf("kubeconfig volume %+v", vol)
 			}
+			own, executor := bootstrap.FencedRules(bootstrap.RBACBroad, nil)
 			cr := m.get(t, "ClusterRole", "", namespace+":"+fullname).(*rbacv1.ClusterRole)
-			if diff := cmp.Diff(bootstrap.DownstreamRules(bootstrap.RBACBroad, nil), cr.Rules); diff != "" {
-				t.Errorf("ClusterRole rules are not syncer-gen's --rbac=broad (-want +got):\n%s", diff)
+			if diff := cmp.Diff(own, cr.Rules); diff != "" {
+				t.Errorf("ClusterRole rules are not syncer-gen's fenced --rbac=broad (-want +got):\n%s", diff)
+			}
+			cr = m.get(t, "ClusterRole", "", namespace+":"+fullname+bootstrap.ExecutorSuffix).(*rbacv1.ClusterRole)
+			if diff := cmp.Diff(executor, cr.Rules); diff != "" {
+				t.Errorf("executor ClusterRole rules are not syncer-gen's fenced --rbac=broad (-want +got):\n%s", diff)
+			}
+			if o.Executor != namespace+"/"+fullname+bootstrap.ExecutorSuffix {
+				t.Errorf("--executor=%s", o.Executor)
 			}
 		},
 	}, {
@@ -574,6 +589,25 @@ func TestChartValueSets(t *testing.T) {
 			}
 		},
 	}, {
+		name:   "fence off",
+		values: append(requiredValues(), "--set", "fence.enabled=false"),
+		check: func(t *testing.T, m *manifest, o *options.Options) {
+			for _, k := range m.kinds() {
+				if strings.Contains(k, bootstrap.ExecutorSuffix) || strings.Contains(k, bootstrap.FenceSuffix) {
+					t.Errorf("%s with the fence off", k)
+				}
+			}
+			if o.Executor != "" {
+				t.Errorf("--executor=%s with the fence off", o.Executor)
+			}
+			// The syncer writes as itself: its ClusterRole holds what the executor's would.
+			own, executor := bootstrap.FencedRules(bootstrap.RBACBroad, nil)
+			cr := m.get(t, "ClusterRole", "", namespace+":"+fullname).(*rbacv1.ClusterRole)
+			if diff := cmp.Diff(append(own, executor...), cr.Rules); diff != "" {
+				t.Errorf("ClusterRole rules (-want +got):\n%s", diff)
+			}
+		},
+	}, {
 		name:    "everything chosen",
 		version: "v1.2.3_build.7", // the image tag made a label value
 		values: append(requiredValues(), "--set", "replicas=3", "--set", "leaderElection.namespace=leases", "--set", "leaderElection.name=florin-lease",
@@ -678,10 +712,11 @@ func TestChartRefuses(t *testing.T) {
 // syncerGenEdge is what syncer-gen renders for the same sync target with its defaults, named as the
 // chart names the release's objects.
 func syncerGenEdge() bootstrap.Edge {
+	own, executor := bootstrap.FencedRules(bootstrap.RBACBroad, nil)
 	return bootstrap.Edge{ID: fullname, Namespace: namespace, SyncTargetName: stName, SyncTargetUID: stUID, Image: "kubestellar-syncer:0.1.0",
 		Replicas: syncerGen.Replicas, QPS: syncerGen.QPS, Burst: syncerGen.Burst, Verbosity: syncerGen.Verbosity,
-		Rules: bootstrap.DownstreamRules(bootstrap.RBACBroad, nil), UpstreamServer: "https://mailbox.example.com:6443",
-		UpstreamCA: []byte("CA"), UpstreamToken: "token", UpstreamContext: "default"}
+		UpstreamServer: "https://mailbox.example.com:6443", UpstreamCA: []byte("CA"), UpstreamToken: "token", UpstreamContext: "default",
+		Rules: own, Fence: &bootstrap.Fence{ExecutorRules: executor, ProtectedNamespaces: bootstrap.DefaultProtectedNamespaces()}}
 }
 
 // TestChartMatchesSyncerGen: the chart installs what syncer-gen's manifest installs (but the
@@ -694,7 +729,11 @@ func TestChartMatchesSyncerGen(t *testing.T) {
 	helmBin(t)
 	chosen := syncerGenEdge()
 	chosen.Image, chosen.Replicas, chosen.QPS, chosen.Burst, chosen.Verbosity = "registry.example.com/ks/syncer:v2.0.1", 3, 50.5, 99, 4
-	chosen.Rules = bootstrap.DownstreamRules(bootstrap.RBACLeast, nil)
+	chosen.Rules, chosen.Fence.ExecutorRules = bootstrap.FencedRules(bootstrap.RBACLeast, nil)
+	chosen.Fence.ExecutorRules = append(chosen.Fence.ExecutorRules, bootstrap.EscalationRules()...)
+	chosen.Fence.ProtectedNamespaces, chosen.Fence.AllowWebhooks = []string{"kube-system", "payments"}, true
+	unfenced := syncerGenEdge()
+	unfenced.Rules, unfenced.Fence = bootstrap.DownstreamRules(bootstrap.RBACBroad, nil), nil
 	chosen.SyncerConfigSelector, chosen.APIExportEndpointSlice = "example.com/mailbox=florin", "edge.kubestellar.io"
 	chosen.SignaturePolicy, chosen.SignatureKeys = "Enforce", []byte("-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA\n-----END PUBLIC KEY-----\n")
 	resources, err := bootstrap.Resources{RequestsCPU: "250m", LimitsCPU: "1", LimitsMemory: "512Mi"}.Requirements()
@@ -710,6 +749,7 @@ func TestChartMatchesSyncerGen(t *testing.T) {
 		{"chart defaults", syncerGenEdge(), false},
 		{"syncer-gen --helm-values", syncerGenEdge(), true},
 		{"syncer-gen --helm-values with chosen settings", chosen, true}, // no comma: helm -f splits its argument at commas
+		{"syncer-gen --helm-values unfenced", unfenced, true},
 	} {
 		t.Run(c.name, func(t *testing.T) { matchSyncerGen(t, c.edge, c.helmValues) })
 	}
@@ -794,10 +834,7 @@ func matchSyncerGen(t *testing.T, edge bootstrap.Edge, helmValues bool) {
 				t.Errorf("container apart from the args (-syncer-gen +chart):\n%s", diff)
 			}
 		case *rbacv1.ClusterRole:
-			name := namespace + ":" + fullname
-			if strings.HasSuffix(want.Name, bootstrap.MetricsReaderSuffix) {
-				name += bootstrap.MetricsReaderSuffix
-			}
+			name := namespace + ":" + fullname + strings.TrimPrefix(want.Name, edge.ID)
 			got := m.get(t, "ClusterRole", "", name).(*rbacv1.ClusterRole)
 			if diff := cmp.Diff(want.Rules, got.Rules); diff != "" {
 				t.Errorf("ClusterRole rules (-syncer-gen +chart):\n%s", diff)
@@ -825,7 +862,20 @@ func matchSyncerGen(t *testing.T, edge bootstrap.Edge, helmValues bool) {
 				t.Errorf("Secret %s: %s %v %v, syncer-gen %s %v %v", want.Name, got.Type, got.Annotations, got.Data, want.Type, want.Annotations, want.Data)
 			}
 		case *corev1.ServiceAccount:
-			m.get(t, "ServiceAccount", namespace, want.Name)
+			got := m.get(t, "ServiceAccount", namespace, want.Name).(*corev1.ServiceAccount)
+			if !equality.Semantic.DeepEqual(got.AutomountServiceAccountToken, want.AutomountServiceAccountToken) {
+				t.Errorf("ServiceAccount %s automounts %v, syncer-gen %v", want.Name, got.AutomountServiceAccountToken, want.AutomountServiceAccountToken)
+			}
+		case *admissionregistrationv1.ValidatingAdmissionPolicy:
+			got := m.get(t, "ValidatingAdmissionPolicy", "", namespace+"."+want.Name).(*admissionregistrationv1.ValidatingAdmissionPolicy)
+			if diff := cmp.Diff(want.Spec, got.Spec); diff != "" {
+				t.Errorf("the fence's policy (-syncer-gen +chart):\n%s", diff)
+			}
+		case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+			got := m.get(t, "ValidatingAdmissionPolicyBinding", "", namespace+"."+want.Name).(*admissionregistrationv1.ValidatingAdmissionPolicyBinding)
+			if !cmp.Equal(got.Spec.ValidationActions, want.Spec.ValidationActions) || got.Spec.PolicyName != namespace+"."+want.Spec.PolicyName {
+				t.Errorf("the fence's policy binding %+v, syncer-gen %+v", got.Spec, want.Spec)
+			}
 		}
 	}
 }

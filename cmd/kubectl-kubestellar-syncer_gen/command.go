@@ -108,6 +108,10 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.RBAC, "rbac", o.RBAC, `"broad": the syncer may read and write anything on both sides, so any later SyncerConfig works; "least": only what the current SyncerConfigs need (run syncer-gen again after changing them).`)
 	fs.StringVar(&o.SignaturePolicy, "signature-policy", "Off", "The syncer's --signature-policy: Off, Warn or Enforce (apply only what a key of --signature-public-keys signed: kubectl kubestellar sign).")
 	fs.StringSliceVar(&o.signatureKeyFiles, "signature-public-keys", nil, "PEM ed25519 public keys (files) the syncer verifies signatures with, held at the edge in the Secret <id>-signature-keys (several for a rotation: re-run syncer-gen and apply; the syncer reads them again without a restart). Required unless --signature-policy=Off.")
+	fs.BoolVar(&o.Fence, "fence", o.Fence, "Bound what the syncer writes at the edge by the edge owner's fence, held by the edge's apiserver: the syncer writes as the ServiceAccount <id>-executor, granted what --rbac gives but no RBAC escalation, and a ValidatingAdmissionPolicy <id>-fence keeps it out of the protected namespaces and admission webhooks (Kubernetes 1.30 or later at the edge). false: the syncer writes as itself.")
+	fs.StringSliceVar(&o.ProtectedNamespaces, "fence-protected-namespaces", o.ProtectedNamespaces, "Namespaces the fence keeps the syncer out of (objects in them, and the Namespaces themselves), besides its own.")
+	fs.BoolVar(&o.AllowWebhooks, "fence-allow-webhooks", false, "Let the syncer write admission webhook configurations through the fence (admission policies stay out of reach: Kubernetes exempts them from admission control).")
+	fs.BoolVar(&o.AllowEscalation, "fence-allow-escalation", false, "Let the syncer write Roles and bindings that grant more than its executor holds (escalate and bind on roles and clusterroles).")
 	fs.BoolVar(&o.version, "version", false, "Print the version, git revision, Go version and platform, and exit.")
 	fs.BoolP("help", "h", false, "Print this help and exit.")
 	// Release-0.14 command lines keep working.
@@ -183,6 +187,13 @@ func (o *options) complete(fs *pflag.FlagSet) error {
 	}
 	if err := o.readSignatureKeys(); err != nil {
 		return err
+	}
+	if !o.Fence {
+		for _, name := range []string{"fence-protected-namespaces", "fence-allow-webhooks", "fence-allow-escalation"} {
+			if fs.Changed(name) {
+				return fmt.Errorf("--%s needs --fence (see --help)", name)
+			}
+		}
 	}
 	derived := bootstrap.ResourcesFor(o.expectedObjects)
 	if !fs.Changed("requests-memory") {

@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -36,6 +37,7 @@ import (
 	clientmetrics "k8s.io/client-go/tools/metrics"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/transport"
+	"k8s.io/client-go/util/flowcontrol"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 
@@ -52,6 +54,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/signature"
 	"github.com/kubestellar/syncer/pkg/syncer"
 	"github.com/kubestellar/syncer/pkg/version"
+	"github.com/kubestellar/syncer/pkg/wellknown"
 )
 
 // usage begins --help: what the syncer does, then how to call it; the flags follow.
@@ -292,10 +295,10 @@ func signatures(logger klog.Logger, opts *options.Options) (downsync.Signatures,
 // mailboxesController serves every workspace bound to the APIExport of --apiexport-endpoint-slice;
 // cfg is the template of each workspace's engine.
 func mailboxesController(opts *options.Options, cfg syncer.Config, upCfg *rest.Config) (*mailboxes.Controller, error) {
-	downstream, downDisc := cfg.DownstreamDynamic, cfg.DownstreamDiscovery
-	cfg.UpstreamDynamic, cfg.UpstreamDiscovery, cfg.DownstreamDynamic, cfg.DownstreamDiscovery = nil, nil, nil, nil
+	downstream, downDisc, writes := cfg.DownstreamDynamic, cfg.DownstreamDiscovery, cfg.DownstreamWrites
+	cfg.UpstreamDynamic, cfg.UpstreamDiscovery, cfg.DownstreamDynamic, cfg.DownstreamDiscovery, cfg.DownstreamWrites = nil, nil, nil, nil, nil
 	return mailboxes.NewController(mailboxes.Config{
-		Provider: upCfg, EndpointSlice: opts.APIExportEndpointSlice, Downstream: downstream, DownstreamDiscovery: downDisc, Engine: cfg,
+		Provider: upCfg, EndpointSlice: opts.APIExportEndpointSlice, Downstream: downstream, DownstreamDiscovery: downDisc, DownstreamWrites: writes, Engine: cfg,
 		NewRecorder: func(ctx context.Context, _ logicalcluster.Name, ws *rest.Config) (record.EventRecorder, func()) {
 			recorder, stop, err := eventRecorder(ctx, ws, opts.SyncTargetName)
 			if err != nil {
@@ -417,9 +420,25 @@ func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics
 	if err != nil {
 		return syncer.Config{}, fmt.Errorf("upstream client: %w", err)
 	}
+	if downCfg.QPS > 0 && opts.Executor != "" {
+		// The executor's writes and the syncer's own requests draw on one client-side limit.
+		downCfg = rest.CopyConfig(downCfg)
+		downCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(downCfg.QPS, downCfg.Burst)
+	}
 	downDyn, err := dynclient.NewForConfig(downCfg)
 	if err != nil {
 		return syncer.Config{}, fmt.Errorf("downstream client: %w", err)
+	}
+	var writes dynamic.Interface
+	if opts.Executor != "" {
+		// Writes on the mailboxes' behalf as the executor: the edge's apiserver holds them to what the
+		// edge owner grants it.
+		ns, name, _ := strings.Cut(opts.Executor, "/")
+		execCfg := rest.CopyConfig(downCfg)
+		execCfg.Impersonate = rest.ImpersonationConfig{UserName: wellknown.ServiceAccountUser(ns, name)}
+		if writes, err = dynclient.NewForConfig(execCfg); err != nil {
+			return syncer.Config{}, fmt.Errorf("executor client: %w", err)
+		}
 	}
 	upDisc, err := discovery.NewDiscoveryClientForConfig(upCfg)
 	if err != nil {
@@ -433,6 +452,7 @@ func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics
 		UpstreamDynamic:        upDyn,
 		UpstreamDiscovery:      syncer.NewDiscovery(upDisc),
 		DownstreamDynamic:      downDyn,
+		DownstreamWrites:       writes,
 		DownstreamDiscovery:    syncer.NewDiscovery(downDisc),
 		SyncTargetName:         opts.SyncTargetName,
 		Workers:                opts.Workers,

@@ -45,7 +45,7 @@ const DefaultLifetime = 30 * 24 * time.Hour
 // DefaultOptions are the plugin's defaults (its flags' defaults; the Helm chart's values match them).
 func DefaultOptions() Options {
 	return Options{UpstreamNamespace: "default", Replicas: 1, QPS: 500, Burst: 1000, Verbosity: 2,
-		Lifetime: DefaultLifetime, RBAC: RBACBroad}
+		Lifetime: DefaultLifetime, RBAC: RBACBroad, Fence: true, ProtectedNamespaces: DefaultProtectedNamespaces()}
 }
 
 // Options are the plugin's choices.
@@ -80,6 +80,9 @@ type Options struct {
 	// verifies with (held at the edge in a Secret of the manifest).
 	SignaturePolicy string
 	SignatureKeys   []byte
+	// Fence, with ProtectedNamespaces, AllowWebhooks and AllowEscalation: the edge owner's (Fence).
+	Fence, AllowWebhooks, AllowEscalation bool
+	ProtectedNamespaces                   []string
 }
 
 // Validate reports every problem with the options at once.
@@ -112,6 +115,7 @@ func (o *Options) Validate() error {
 	if _, err := o.requirements(); err != nil {
 		errs = append(errs, err.Error())
 	}
+	errs = append(errs, o.fenceProblems()...)
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
 	}
@@ -250,9 +254,10 @@ func run(ctx context.Context, up upstream, opts Options, out io.Writer) (*Result
 		return nil, err // Validate checked them
 	}
 	edge := Edge{ID: id, Namespace: edgeNS, SyncTargetName: opts.Name, SyncTargetUID: string(sa.UID), Image: opts.Image,
-		Replicas: opts.Replicas, QPS: opts.QPS, Burst: opts.Burst, Verbosity: opts.Verbosity, SyncerConfigSelector: opts.SyncerConfigSelector, Rules: DownstreamRules(opts.RBAC, configs),
+		Replicas: opts.Replicas, QPS: opts.QPS, Burst: opts.Burst, Verbosity: opts.Verbosity, SyncerConfigSelector: opts.SyncerConfigSelector,
 		Resources: &resources, UpstreamServer: up.host, UpstreamCA: up.ca, UpstreamToken: token, UpstreamContext: ns,
 		SignaturePolicy: opts.SignaturePolicy, SignatureKeys: opts.SignatureKeys, APIExportEndpointSlice: opts.APIExportEndpointSlice}
+	edge.Rules, edge.Fence = opts.edgeRules(configs)
 	manifest, err := edge.Manifest()
 	if err != nil {
 		return nil, err
@@ -284,16 +289,6 @@ func upstreamRules(ctx context.Context, up upstream, opts Options, out io.Writer
 		return nil, nil, err
 	}
 	return UpstreamRules(opts.RBAC, configs), configs, nil
-}
-
-// policyRules are rules as apply configurations.
-func policyRules(rules []rbacv1.PolicyRule) []*rbacv1ac.PolicyRuleApplyConfiguration {
-	out := make([]*rbacv1ac.PolicyRuleApplyConfiguration, 0, len(rules))
-	for _, r := range rules {
-		out = append(out, rbacv1ac.PolicyRule().WithAPIGroups(r.APIGroups...).WithResources(r.Resources...).WithVerbs(r.Verbs...).
-			WithResourceNames(r.ResourceNames...).WithNonResourceURLs(r.NonResourceURLs...))
-	}
-	return out
 }
 
 // preflight fails fast when the endpoint cannot be reached or the caller lacks a permission the

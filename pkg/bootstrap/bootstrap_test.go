@@ -33,10 +33,13 @@ func TestSyncerIDIsStable(t *testing.T) {
 	}
 }
 
+// edge is syncer-gen's default: fenced, broad.
 func edge() Edge {
+	own, executor := FencedRules(RBACBroad, nil)
 	return Edge{ID: "kubestellar-syncer-florin-abcdefgh", Namespace: "kubestellar-syncer-florin-abcdefgh", SyncTargetName: "florin",
 		SyncTargetUID: "3f1c", Image: "example.com/syncer:dev", Replicas: 2, QPS: 50, Burst: 100, Verbosity: 2,
-		Rules: DownstreamRules(RBACBroad, nil), UpstreamServer: "https://mailbox:6443", UpstreamCA: []byte("CA"), UpstreamToken: "tok", UpstreamContext: "default"}
+		UpstreamServer: "https://mailbox:6443", UpstreamCA: []byte("CA"), UpstreamToken: "tok", UpstreamContext: "default",
+		Rules: own, Fence: &Fence{ExecutorRules: executor, ProtectedNamespaces: DefaultProtectedNamespaces()}}
 }
 
 // TestDeploymentMatchesSyncerAndImage: the Deployment's arguments are accepted by the syncer's own

@@ -15,7 +15,7 @@ const ChartPath = "charts/kubestellar-syncer"
 
 // HelmValues renders the values of the chart charts/kubestellar-syncer that install the same syncer
 // as Manifest: the sync target, the upstream kubeconfig inline (with its token: keep the file
-// secret), the image, replicas, resources, qps, burst, verbosity, the config selector and the edge ClusterRole's rules.
+// secret), the image, replicas, resources, qps, burst, verbosity, the config selector, the edge ClusterRole's rules and the fence.
 // The chart's other values keep their defaults, which are syncer-gen's. A resource entry the
 // Deployment leaves out is written as null when the defaults have it, which removes the chart's
 // default for it. The namespace is Helm's -n, and the release named after the syncer ID gives the
@@ -60,6 +60,13 @@ func (e Edge) HelmValues() ([]byte, error) {
 	}
 	if e.APIExportEndpointSlice != "" {
 		values["upstream"].(map[string]interface{})["apiExportEndpointSlice"] = e.APIExportEndpointSlice
+	}
+	if e.Fence != nil {
+		values["fence"] = map[string]interface{}{"executorRules": e.Fence.ExecutorRules, "protectedNamespaces": e.Fence.ProtectedNamespaces,
+			"allowWebhooks": e.Fence.AllowWebhooks}
+	} else {
+		// Rules are everything the syncer does, writes included.
+		values["fence"] = map[string]interface{}{"enabled": false, "executorRules": []interface{}{}}
 	}
 	if e.verifies() {
 		values["signatures"] = map[string]interface{}{"policy": e.SignaturePolicy, "publicKeys": string(e.SignatureKeys)}

@@ -57,6 +57,9 @@ type Edge struct {
 	SignatureKeys   []byte
 	// APIExportEndpointSlice is the syncer's --apiexport-endpoint-slice (empty: one mailbox).
 	APIExportEndpointSlice string
+	// Fence, when set, makes the syncer write at the edge as an executor the edge owner bounds; Rules
+	// are then the syncer's own (what it reads, the Events it records). Nil: it writes as itself.
+	Fence *Fence
 }
 
 // UpstreamTokenSuffix names the Secret at the edge the syncer keeps its renewed upstream token in
@@ -100,6 +103,9 @@ func (e Edge) SyncerArgs() []string {
 		"--upstream-token-secret="+e.ID+UpstreamTokenSuffix,
 		"-v="+strconv.Itoa(e.Verbosity),
 	)
+	if e.Fence != nil {
+		args = append(args, "--executor="+e.ID+ExecutorSuffix)
+	}
 	if e.verifies() {
 		args = append(args, "--signature-policy="+e.SignaturePolicy, "--signature-keys="+SignatureKeysMount)
 	}
@@ -192,6 +198,9 @@ func (e Edge) Objects() ([]runtime.Object, error) {
 		// The keys are the edge owner's: the mailbox never sees them, nor can change them.
 		objs = append(objs, &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: e.meta(e.ID+"-signature-keys", e.Namespace),
 			Type: corev1.SecretTypeOpaque, Data: map[string][]byte{SignatureKeysFile: e.SignatureKeys}})
+	}
+	if e.Fence != nil {
+		objs = append(objs, e.fenceObjects()...)
 	}
 	return append(objs, e.deployment()), nil
 }

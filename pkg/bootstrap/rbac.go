@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
 	"github.com/kubestellar/syncer/pkg/selection"
@@ -169,33 +170,72 @@ func UpstreamRules(mode string, configs []*edgev1.SyncerConfig) []rbacv1.PolicyR
 	return s.rules()
 }
 
-// DownstreamRules are the syncer's cluster-wide permissions in the edge cluster (the Lease in its
-// namespace is a separate Role).
+// DownstreamRules are the syncer's cluster-wide permissions in the edge cluster when it writes there
+// as itself (no fence): what it reads and what it writes (the Lease in its namespace is a separate
+// Role). Broad: everything.
 func DownstreamRules(mode string, configs []*edgev1.SyncerConfig) []rbacv1.PolicyRule {
-	s := resourceSet{}
 	if mode == RBACBroad {
+		s := resourceSet{}
 		s.add("*", "*", "*")
 		return s.rules()
+	}
+	own, writes := edgeRules(mode, configs)
+	for group, resources := range writes {
+		for resource, verbs := range resources {
+			for v := range verbs {
+				own.add(group, resource, v)
+			}
+		}
+	}
+	return own.rules()
+}
+
+// FencedRules are the edge permissions of a fenced syncer (Fence): own, the syncer's (what it reads,
+// and the Events it records), and executor, what it writes as its executor.
+func FencedRules(mode string, configs []*edgev1.SyncerConfig) (own, executor []rbacv1.PolicyRule) {
+	o, w := edgeRules(mode, configs)
+	return o.rules(), w.rules()
+}
+
+// edgeRules are the syncer's edge permissions in two: what it reads and records itself, and what it
+// writes on its mailboxes' behalf.
+func edgeRules(mode string, configs []*edgev1.SyncerConfig) (own, writes resourceSet) {
+	own, writes = resourceSet{}, resourceSet{}
+	own.add("", "events", "create", "patch") // Events on edge copies for the technician (a pause, a drift held)
+	if mode == RBACBroad {
+		own.add("*", "*", readVerbs...)
+		writes.add("*", "*", writeVerbs...)
+		return own, writes
 	}
 	// Always watched: CRDs (to notice APIs) and namespaces (objects wait for theirs); Events, Pods
 	// and ReplicaSets for the warnings told upstream (--edge-warnings); HorizontalPodAutoscalers, whose
 	// targets' replicas are theirs.
-	s.add("apiextensions.k8s.io", "customresourcedefinitions", readVerbs...)
-	s.add("", "namespaces", readVerbs...)
-	s.add("", "events", readVerbs...)
-	s.add("", "events", "create", "patch") // Events on edge copies for the technician (a pause, a drift held)
-	s.add("", "pods", readVerbs...)
-	s.add("apps", "replicasets", readVerbs...)
-	s.add("autoscaling", "horizontalpodautoscalers", readVerbs...)
+	own.add("apiextensions.k8s.io", "customresourcedefinitions", readVerbs...)
+	own.add("", "namespaces", readVerbs...)
+	own.add("", "events", readVerbs...)
+	own.add("", "pods", readVerbs...)
+	own.add("apps", "replicasets", readVerbs...)
+	own.add("autoscaling", "horizontalpodautoscalers", readVerbs...)
 	sel := selected(configs)
 	for _, r := range sel.downDown {
-		s.add(r[0], r[1], writeVerbs...)
+		own.add(r[0], r[1], readVerbs...)
+		writes.add(r[0], r[1], writeVerbs...)
 	}
 	if len(sel.downDown) > 0 {
-		s.add("", "namespaces", writeVerbs...) // the namespaces of namespaced objects
+		writes.add("", "namespaces", writeVerbs...) // the namespaces of namespaced objects
 	}
 	for _, r := range sel.upDown {
-		s.add(r[0], r[1], readVerbs...)
+		own.add(r[0], r[1], readVerbs...)
 	}
-	return s.rules()
+	return own, writes
+}
+
+// policyRules are rules as apply configurations.
+func policyRules(rules []rbacv1.PolicyRule) []*rbacv1ac.PolicyRuleApplyConfiguration {
+	out := make([]*rbacv1ac.PolicyRuleApplyConfiguration, 0, len(rules))
+	for _, r := range rules {
+		out = append(out, rbacv1ac.PolicyRule().WithAPIGroups(r.APIGroups...).WithResources(r.Resources...).WithVerbs(r.Verbs...).
+			WithResourceNames(r.ResourceNames...).WithNonResourceURLs(r.NonResourceURLs...))
+	}
+	return out
 }

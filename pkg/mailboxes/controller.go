@@ -46,6 +46,8 @@ type Config struct {
 	// syncer.Config) and every workspace's engine shares it.
 	Downstream          dynamic.Interface
 	DownstreamDiscovery *syncer.Discovery
+	// DownstreamWrites, if set, writes at the edge on the workspaces' behalf (syncer.Config's).
+	DownstreamWrites dynamic.Interface
 	// Engine is the template of every workspace's engine: workers, periods, sync target, metrics;
 	// the clients, sources and cluster are filled in per workspace.
 	Engine syncer.Config

@@ -99,6 +99,9 @@ func (c *Controller) startEngine(ctx context.Context, cluster logicalcluster.Nam
 	cfg.UpstreamDynamic = c.client.Cluster(cluster.Path())
 	cfg.UpstreamDiscovery = c.upDisc
 	cfg.DownstreamDynamic = EdgeClient(c.cfg.Downstream, cluster.String(), c.namespaces)
+	if c.cfg.DownstreamWrites != nil {
+		cfg.DownstreamWrites = EdgeClient(c.cfg.DownstreamWrites, cluster.String(), c.namespaces)
+	}
 	cfg.DownstreamDiscovery = c.downDisc
 	cfg.DiscoveryRefreshPeriod = 0 // the controller refreshes every engine at once (refreshDiscovery)
 	cfg.UpstreamSource = upSource{hub: c.upHub, cluster: cluster}

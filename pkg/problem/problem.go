@@ -29,6 +29,9 @@ const (
 	Unsupported Kind = "Unsupported"
 	// AccessDenied is a selected resource the syncer may not list or watch on one side.
 	AccessDenied Kind = "AccessDenied"
+	// OutsideFence is a selected resource the syncer does not write at the edge while it writes
+	// through an executor (--executor): no fence can hold it.
+	OutsideFence Kind = "OutsideFence"
 )
 
 // Kinds of warnings: nothing is broken, but the user likely meant something else. They show in the

@@ -33,6 +33,10 @@ type Config struct {
 	// DownstreamDynamic and DownstreamDiscovery talk to the edge cluster.
 	DownstreamDynamic   dynamic.Interface
 	DownstreamDiscovery *Discovery
+	// DownstreamWrites, if set, makes the writes at the edge on the mailbox's behalf (downsync's)
+	// instead of DownstreamDynamic: a client acting as an executor the edge owner bounds (--executor).
+	// The engine then never selects what no such bound can hold (wellknown.AdmissionPolicy).
+	DownstreamWrites dynamic.Interface
 
 	// SyncTargetName identifies the syncer; it becomes the value of the owner label downstream.
 	SyncTargetName string

@@ -155,7 +155,7 @@ func New(cfg Config) (*Syncer, error) {
 		configs: s.configs, watchEdgeConfigs: s.watchEdgeSyncConfigs, upDisc: cfg.UpstreamDiscovery, downDisc: cfg.DownstreamDiscovery,
 		upClient: cfg.UpstreamDynamic, downClnt: cfg.DownstreamDynamic, ownedDown: cfg.DownstreamOwned, up: s.up, down: s.down,
 		ownerLabel: s.ownerLabel, fieldManager: cfg.FieldManager, publish: func(next *snapshot) { s.state.Store(next) },
-		maxNamespaces: s.maxNamespaces(), reviewClusterWide: s.reviewClusterWide,
+		maxNamespaces: s.maxNamespaces(), reviewClusterWide: s.reviewClusterWide, fenced: cfg.DownstreamWrites != nil,
 	}
 	if !cfg.Embedded {
 		cfg.Metrics.SetObjectCounter(s.countObjects)
@@ -207,8 +207,12 @@ func (s *Syncer) probe(ctx context.Context, side string, disc discovery.Discover
 func (s *Syncer) newControllers() error {
 	cfg := s.cfg
 	var err error
+	writes := cfg.DownstreamDynamic
+	if cfg.DownstreamWrites != nil {
+		writes = cfg.DownstreamWrites
+	}
 	dcfg := downsync.Config{
-		Downstream: cfg.DownstreamDynamic, UpstreamInformers: s.up, DownstreamInformers: s.down,
+		Downstream: writes, UpstreamInformers: s.up, DownstreamInformers: s.down,
 		Selection: downsyncView{s.snapshot}, Metrics: cfg.Metrics, Recorder: cfg.Recorder, SyncTargetName: cfg.SyncTargetName,
 		Mapping: mapping.Options{OwnerLabelValue: s.ownerLabel, Cluster: cfg.Cluster}, FieldManager: cfg.FieldManager, AdoptExisting: cfg.AdoptExisting,
 		ConflictRecheckPeriod: cfg.ConflictRecheckPeriod, OnOwnedDeleted: s.leftoverMayBeEmpty,

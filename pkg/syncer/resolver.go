@@ -64,6 +64,8 @@ type resolver struct {
 	// it, reviewClusterWide asks whether it may be watched cluster-wide instead.
 	maxNamespaces     int
 	reviewClusterWide func(ctx context.Context, gvr schema.GroupVersionResource)
+	// fenced: the edge writes go through an executor (Config.DownstreamWrites), so fenceOut applies.
+	fenced bool
 
 	scanned      bool   // leftovers scan done downstream
 	upScanned    bool   // upsync leftovers scan done upstream
@@ -101,7 +103,7 @@ func (r *resolver) resolve(ctx context.Context, old *snapshot) (*snapshot, error
 	if err != nil {
 		return nil, fmt.Errorf("downstream discovery: %w", err)
 	}
-	next := resolveSelection(sel, old, up, down)
+	next := resolveSelection(sel, old, up, down, r.fenced)
 	if b, ok := up.index.Lookup(apiBindingsResource, ""); ok {
 		next.bindings = b.GVR
 	}
@@ -172,8 +174,8 @@ func discover(d discoverer) (side, error) {
 }
 
 // resolveSelection resolves the selection against both sides, keeping from old what a failed group
-// discovery would otherwise drop.
-func resolveSelection(sel *selection.Selection, old *snapshot, up, down side) *snapshot {
+// discovery would otherwise drop; fenced, without what no fence can hold (fenceOut).
+func resolveSelection(sel *selection.Selection, old *snapshot, up, down side, fenced bool) *snapshot {
 	resources, problems := selection.Resolve(sel, up.index, down.index)
 	for gr, res := range old.resources {
 		if _, ok := resources[gr]; !ok && sel.Mentions(gr, res.Upstream.Kind) && up.failed.Has(gr.Group) {
@@ -194,6 +196,9 @@ func resolveSelection(sel *selection.Selection, old *snapshot, up, down side) *s
 			}
 			problems = append(problems, problem.Problem{Kind: problem.NotServedDownstream, Resource: gr, Reason: reason})
 		}
+	}
+	if fenced {
+		problems = append(problems, fenceOut(resources)...)
 	}
 	upsyncRes, upsyncProblems := selection.ResolveUpsync(sel, up.index, down.index)
 	for gr, res := range old.upsync {

@@ -98,12 +98,14 @@ func bootstrapPodAt(t *testing.T, f *fixture, up *testenv.Server, upClients func
 		_ = upClients.kube.CoreV1().ServiceAccounts("default").Delete(ctx, id, metav1.DeleteOptions{})
 		_ = upClients.kube.RbacV1().Roles("default").Delete(ctx, id+bootstrap.TokenRenewalSuffix, metav1.DeleteOptions{})
 		_ = upClients.kube.RbacV1().RoleBindings("default").Delete(ctx, id+bootstrap.TokenRenewalSuffix, metav1.DeleteOptions{})
-		for _, name := range []string{id, id + bootstrap.MetricsReaderSuffix} {
+		for _, name := range []string{id, id + bootstrap.MetricsReaderSuffix, id + bootstrap.ExecutorSuffix} {
 			_ = f.down.kube.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})
 		}
-		for _, name := range []string{id, id + "-auth-delegator"} {
+		for _, name := range []string{id, id + "-auth-delegator", id + bootstrap.ExecutorSuffix} {
 			_ = f.down.kube.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})
 		}
+		_ = f.down.kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, id+bootstrap.FenceSuffix, metav1.DeleteOptions{})
+		_ = f.down.kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(ctx, id+bootstrap.FenceSuffix, metav1.DeleteOptions{})
 	})
 	kubectl(t, env.Downstream.Kubeconfig, "apply", "--server-side", "-f", manifest)
 	d = &syncerDeployment{f: f, namespace: id, name: id, lease: "kubestellar-syncer-" + name, metricsReader: id + bootstrap.MetricsReaderSuffix, manifest: manifest}
@@ -239,7 +241,8 @@ func TestUninstall(t *testing.T) {
 	if _, err := f.down.kube.AppsV1().Deployments(id).Get(f.ctx, id, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the syncer's Deployment after kubectl delete -f: %v", err)
 	}
-	if out := strings.TrimSpace(kubectl(t, env.Downstream.Kubeconfig, "get", "clusterrole,clusterrolebinding", "-l", "edge.kubestellar.io/syncer="+id, "-o", "name")); out != "" {
+	if out := strings.TrimSpace(kubectl(t, env.Downstream.Kubeconfig, "get", "clusterrole,clusterrolebinding,validatingadmissionpolicy,validatingadmissionpolicybinding",
+		"-l", "edge.kubestellar.io/syncer="+id, "-o", "name")); out != "" {
 		t.Errorf("left at the edge: %s", out)
 	}
 	if _, err := f.get(f.down, gvrNamespaces, "", ns); err != nil {

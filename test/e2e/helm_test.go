@@ -119,15 +119,20 @@ func TestHelmChart(t *testing.T) {
 		"app.kubernetes.io/managed-by=Helm,app.kubernetes.io/part-of=kubestellar,app.kubernetes.io/component=syncer,app.kubernetes.io/version"}
 	want := map[string][]string{
 		"deployments":     {edgeNS + "/" + fullname},
-		"serviceaccounts": {edgeNS + "/" + fullname},
+		"serviceaccounts": {edgeNS + "/" + fullname, edgeNS + "/" + fullname + bootstrap.ExecutorSuffix},
 		"secrets": {edgeNS + "/" + fullname + "-kubeconfig", edgeNS + "/" + fullname + "-token",
 			edgeNS + "/" + fullname + bootstrap.UpstreamTokenSuffix},
-		"clusterroles":        {"/" + clusterRole, "/" + clusterRole + bootstrap.MetricsReaderSuffix},
-		"clusterrolebindings": {"/" + clusterRole, "/" + clusterRole + "-auth-delegator"},
-		"roles":               {edgeNS + "/" + fullname + "-leader-election", edgeNS + "/" + fullname + bootstrap.UpstreamTokenSuffix},
-		"rolebindings":        {edgeNS + "/" + fullname + "-leader-election", edgeNS + "/" + fullname + bootstrap.UpstreamTokenSuffix},
+		"clusterroles":        {"/" + clusterRole, "/" + clusterRole + bootstrap.ExecutorSuffix, "/" + clusterRole + bootstrap.MetricsReaderSuffix},
+		"clusterrolebindings": {"/" + clusterRole, "/" + clusterRole + "-auth-delegator", "/" + clusterRole + bootstrap.ExecutorSuffix},
+		"roles": {edgeNS + "/" + fullname + bootstrap.ExecutorSuffix, edgeNS + "/" + fullname + "-leader-election",
+			edgeNS + "/" + fullname + bootstrap.UpstreamTokenSuffix},
+		"rolebindings": {edgeNS + "/" + fullname + bootstrap.ExecutorSuffix, edgeNS + "/" + fullname + "-leader-election",
+			edgeNS + "/" + fullname + bootstrap.UpstreamTokenSuffix},
+		"validatingadmissionpolicies":       {"/" + edgeNS + "." + fullname + bootstrap.FenceSuffix},
+		"validatingadmissionpolicybindings": {"/" + edgeNS + "." + fullname + bootstrap.FenceSuffix},
 	}
 	gvrs := map[string]schema.GroupVersionResource{
+		"validatingadmissionpolicies": gvrVAPs, "validatingadmissionpolicybindings": gvrVAPBindings,
 		"deployments": gvrDeployments, "serviceaccounts": {Version: "v1", Resource: "serviceaccounts"}, "secrets": {Version: "v1", Resource: "secrets"},
 		"clusterroles": gvrClusterRoles, "clusterrolebindings": {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
 		"roles": {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"}, "rolebindings": {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
@@ -174,17 +179,21 @@ func TestHelmChart(t *testing.T) {
 		return len(s.Data["token"]) > 0, fmt.Sprintf("data keys %d", len(s.Data))
 	})
 
-	// The ServiceAccount may do what the syncer does (and another one in the namespace may not: the
-	// check discriminates).
+	// The ServiceAccount may read what the syncer reads and act as its executor, which may write what
+	// the syncer writes (and another one in the namespace may not: the check discriminates).
 	sa := "system:serviceaccount:" + edgeNS + ":" + fullname
+	executor := sa + bootstrap.ExecutorSuffix
 	for _, c := range []struct {
 		as   string
 		args []string
 		want string
 	}{
 		{sa, []string{"list", "configmaps", "--all-namespaces"}, "yes"},
-		{sa, []string{"create", "deployments.apps", "-n", "some-app"}, "yes"},
-		{sa, []string{"delete", "namespaces"}, "yes"},
+		{sa, []string{"create", "deployments.apps", "-n", "some-app"}, "no"},
+		{sa, []string{"impersonate", "serviceaccounts/" + fullname + bootstrap.ExecutorSuffix, "-n", edgeNS}, "yes"},
+		{executor, []string{"create", "deployments.apps", "-n", "some-app"}, "yes"},
+		{executor, []string{"delete", "namespaces"}, "yes"},
+		{executor, []string{"bind", "clusterroles"}, "no"},
 		{sa, []string{"watch", "customresourcedefinitions.apiextensions.k8s.io"}, "yes"},
 		{sa, []string{"update", "leases.coordination.k8s.io", "-n", edgeNS}, "yes"},
 		{"system:serviceaccount:" + edgeNS + ":default", []string{"list", "configmaps", "--all-namespaces"}, "no"},

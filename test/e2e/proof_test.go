@@ -26,7 +26,11 @@ func (f *fixture) waitEvent(c clients, ns, name, reason, substr string) {
 			if e.Reason == reason && e.InvolvedObject.Name == name && strings.Contains(e.Message, substr) {
 				return true, ""
 			}
-			seen = append(seen, e.Reason+" "+e.InvolvedObject.Name)
+			if e.InvolvedObject.Name == name {
+				seen = append(seen, e.Reason+": "+e.Message)
+			} else {
+				seen = append(seen, e.Reason+" "+e.InvolvedObject.Name)
+			}
 		}
 		return false, fmt.Sprintf("events: %v", seen)
 	})

@@ -84,6 +84,23 @@ releases of one name in two namespaces do not collide).
 {{- end }}
 
 {{/*
+The fence's ValidatingAdmissionPolicy and its binding: cluster-wide, named after the namespace too
+(a policy's name takes no colon).
+*/}}
+{{- define "kubestellar-syncer.fenceName" -}}
+{{- printf "%s.%s-fence" .Release.Namespace (include "kubestellar-syncer.fullname" .) }}
+{{- end }}
+
+{{/*
+A CEL list literal of the strings given.
+*/}}
+{{- define "kubestellar-syncer.celStrings" -}}
+{{- $quoted := list }}
+{{- range . }}{{- $quoted = append $quoted (. | quote) }}{{- end }}
+{{- join ", " $quoted }}
+{{- end }}
+
+{{/*
 The Lease's namespace.
 */}}
 {{- define "kubestellar-syncer.leaseNamespace" -}}

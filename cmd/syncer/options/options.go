@@ -63,6 +63,9 @@ type Options struct {
 	// UpstreamTokenSecret is the Secret at the edge (namespace/name once completed) that renewed
 	// upstream tokens are kept in; empty: the upstream token is not renewed.
 	UpstreamTokenSecret string
+	// Executor is the ServiceAccount at the edge (namespace/name once completed) the syncer writes as
+	// on its mailboxes' behalf; empty: it writes as itself.
+	Executor string
 
 	LeaderElect                  bool
 	LeaderElectResourceNamespace string
@@ -185,6 +188,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's /debug/pprof on the metrics address (heap?gc=1 collects first: what the benchmark reads).")
 	fs.Float64Var(&o.MemoryLimitRatio, "memory-limit-ratio", o.MemoryLimitRatio, "Share of the container's memory limit (its cgroup's) that the Go runtime keeps to, collecting garbage harder as it nears it instead of being killed; ignored when $GOMEMLIMIT is set or there is no limit; 0 disables it.")
 	fs.DurationVar(&o.HeartbeatPeriod, "heartbeat-period", o.HeartbeatPeriod, "How often the heartbeat and conditions are written on every SyncerConfig's status; 0 disables it.")
+	fs.StringVar(&o.Executor, "executor", o.Executor, "Write at the edge, on the mailboxes' behalf, as this ServiceAccount (name, in $POD_NAMESPACE, or namespace/name), which the syncer impersonates: what it may write is then what the edge owner grants it, checked by the edge's apiserver (syncer-gen's fence). Reads, Events, the Lease and the token Secret stay the syncer's own. Empty: the syncer writes as itself.")
 	fs.StringVar(&o.UpstreamTokenSecret, "upstream-token-secret", o.UpstreamTokenSecret, "Renew the upstream ServiceAccount token when half its life has gone (TokenRequest on its own ServiceAccount: syncer-gen grants it), and keep each renewed token in this Secret at the edge (name, in $POD_NAMESPACE, or namespace/name), which a restarted syncer starts from. syncer-gen's manifest and the chart create it empty. Empty: the token is used as it is until it expires.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Run only while holding a Lease in the edge cluster, so that several replicas are safe; only the leader watches and writes.")
 	fs.StringVar(&o.LeaderElectResourceNamespace, "leader-elect-resource-namespace", o.LeaderElectResourceNamespace, "Namespace of the Lease at the edge (default: $POD_NAMESPACE).")
@@ -245,8 +249,10 @@ func (o *Options) Complete() error {
 	if o.LeaderElectResourceNamespace == "" {
 		o.LeaderElectResourceNamespace = os.Getenv("POD_NAMESPACE")
 	}
-	if o.UpstreamTokenSecret != "" && !strings.Contains(o.UpstreamTokenSecret, "/") && os.Getenv("POD_NAMESPACE") != "" {
-		o.UpstreamTokenSecret = os.Getenv("POD_NAMESPACE") + "/" + o.UpstreamTokenSecret
+	for _, name := range []*string{&o.UpstreamTokenSecret, &o.Executor} {
+		if *name != "" && !strings.Contains(*name, "/") && os.Getenv("POD_NAMESPACE") != "" {
+			*name = os.Getenv("POD_NAMESPACE") + "/" + *name
+		}
 	}
 	if o.LeaderElectResourceName == "" {
 		o.LeaderElectResourceName = "kubestellar-syncer-" + mapping.OwnerLabelValue(o.SyncTargetName)
@@ -289,8 +295,11 @@ func (o *Options) Validate() error {
 	if o.DownstreamQPS == 0 || (o.DownstreamQPS > 0 && o.DownstreamBurst <= 0) {
 		errs = append(errs, "--downstream-qps must be positive (or negative: no client-side limit) and --downstream-burst positive")
 	}
-	if ns, name, ok := strings.Cut(o.UpstreamTokenSecret, "/"); o.UpstreamTokenSecret != "" && (!ok || ns == "" || name == "" || strings.Contains(name, "/")) {
-		errs = append(errs, "--upstream-token-secret needs a namespace: namespace/name, or a name with $POD_NAMESPACE set")
+	for _, f := range [][2]string{{"upstream-token-secret", o.UpstreamTokenSecret}, {"executor", o.Executor}} {
+		flag, value := f[0], f[1]
+		if ns, name, ok := strings.Cut(value, "/"); value != "" && (!ok || ns == "" || name == "" || strings.Contains(name, "/")) {
+			errs = append(errs, "--"+flag+" needs a namespace: namespace/name, or a name with $POD_NAMESPACE set")
+		}
 	}
 	if o.LeaderElect {
 		if o.LeaderElectResourceNamespace == "" {

@@ -148,30 +148,35 @@ func TestLeaderElectIdentity(t *testing.T) {
 	}
 }
 
-// TestUpstreamTokenSecret: a bare name is in $POD_NAMESPACE; namespace/name stays; a name without a
-// namespace to put it in is an error naming the flag.
-func TestUpstreamTokenSecret(t *testing.T) {
-	for _, tc := range []struct{ flag, podNamespace, want, err string }{
-		{"kbs-upstream-token", "kbs", "kbs/kbs-upstream-token", ""},
-		{"edge/t", "kbs", "edge/t", ""},
-		{"kbs-upstream-token", "", "", "--upstream-token-secret needs a namespace"},
-		{"a/b/c", "", "", "--upstream-token-secret needs a namespace"},
-		{"", "kbs", "", ""},
+// TestNamespacedNames: --upstream-token-secret and --executor: a bare name is in $POD_NAMESPACE;
+// namespace/name stays; a name without a namespace to put it in is an error naming the flag.
+func TestNamespacedNames(t *testing.T) {
+	for _, tc := range []struct{ flag, value, podNamespace, want, err string }{
+		{"upstream-token-secret", "kbs-upstream-token", "kbs", "kbs/kbs-upstream-token", ""},
+		{"upstream-token-secret", "edge/t", "kbs", "edge/t", ""},
+		{"upstream-token-secret", "kbs-upstream-token", "", "", "--upstream-token-secret needs a namespace"},
+		{"upstream-token-secret", "a/b/c", "", "", "--upstream-token-secret needs a namespace"},
+		{"upstream-token-secret", "", "kbs", "", ""},
+		{"executor", "kbs-executor", "kbs", "kbs/kbs-executor", ""},
+		{"executor", "edge/x", "kbs", "edge/x", ""},
+		{"executor", "kbs-executor", "", "", "--executor needs a namespace"},
 	} {
 		t.Setenv("POD_NAMESPACE", tc.podNamespace)
 		o := NewOptions()
-		o.FromKubeconfig, o.SyncTargetUID, o.UpstreamTokenSecret = "k", "u", tc.flag
+		o.FromKubeconfig, o.SyncTargetUID = "k", "u"
+		field := map[string]*string{"upstream-token-secret": &o.UpstreamTokenSecret, "executor": &o.Executor}[tc.flag]
+		*field = tc.value
 		if err := o.Complete(); err != nil {
 			t.Fatal(err)
 		}
 		err := o.Validate()
 		switch {
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-			t.Errorf("%q: error %v, want %q", tc.flag, err, tc.err)
+			t.Errorf("--%s=%q: error %v, want %q", tc.flag, tc.value, err, tc.err)
 		case tc.err == "" && err != nil:
-			t.Errorf("%q: %v", tc.flag, err)
-		case tc.err == "" && o.UpstreamTokenSecret != tc.want:
-			t.Errorf("%q completed as %q, want %q", tc.flag, o.UpstreamTokenSecret, tc.want)
+			t.Errorf("--%s=%q: %v", tc.flag, tc.value, err)
+		case tc.err == "" && *field != tc.want:
+			t.Errorf("--%s=%q completed as %q, want %q", tc.flag, tc.value, *field, tc.want)
 		}
 	}
 }

@@ -1,0 +1,157 @@
+package bootstrap
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+
+	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
+	"github.com/kubestellar/syncer/pkg/wellknown"
+)
+
+// Fence is the edge owner's bound on what the syncer writes at the edge on its mailboxes' behalf,
+// held by the edge's apiserver, not by the syncer: the syncer makes every such write as the
+// ServiceAccount <ID>-executor (its --executor), which it alone may impersonate. The executor may
+// do what its ClusterRole grants; without escalate and bind, Kubernetes' RBAC refuses it any Role or
+// binding that grants more than it holds. The ValidatingAdmissionPolicy <ID>-fence denies it
+// anything in the protected namespaces (the syncer's own always among them) and, unless allowed,
+// admission webhooks. Kubernetes exempts admission policies from every policy, so the syncer itself
+// never writes those through an executor.
+type Fence struct {
+	// ExecutorRules are the executor's permissions: its ClusterRole <ID>-executor.
+	ExecutorRules []rbacv1.PolicyRule
+	// ProtectedNamespaces are kept out of reach besides the syncer's own: nothing in them, nor the
+	// Namespaces themselves, may be written.
+	ProtectedNamespaces []string
+	// AllowWebhooks lets the executor write admission webhook configurations.
+	AllowWebhooks bool
+}
+
+// ExecutorSuffix names the executor ServiceAccount, its ClusterRole and ClusterRoleBinding, and the
+// Role and RoleBinding that let the syncer impersonate it (<ID>-executor); FenceSuffix the
+// ValidatingAdmissionPolicy and its binding (<ID>-fence).
+const (
+	ExecutorSuffix = "-executor"
+	FenceSuffix    = "-fence"
+)
+
+// DefaultProtectedNamespaces are the namespaces the fence keeps the executor out of by default,
+// besides the syncer's own.
+func DefaultProtectedNamespaces() []string { return []string{"kube-system"} }
+
+// EscalationRules let an executor grant in Roles and bindings what it does not hold itself
+// (--fence-allow-escalation).
+func EscalationRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles", "clusterroles"}, Verbs: []string{"escalate", "bind"}}}
+}
+
+// edgeRules are the syncer's own edge permissions and, with a fence, the fence.
+func (o Options) edgeRules(configs []*edgev1.SyncerConfig) ([]rbacv1.PolicyRule, *Fence) {
+	if !o.Fence {
+		return DownstreamRules(o.RBAC, configs), nil
+	}
+	own, executor := FencedRules(o.RBAC, configs)
+	if o.AllowEscalation {
+		executor = append(executor, EscalationRules()...)
+	}
+	return own, &Fence{ExecutorRules: executor, ProtectedNamespaces: o.ProtectedNamespaces, AllowWebhooks: o.AllowWebhooks}
+}
+
+// fenceProblems are what is wrong with the fence's options.
+func (o *Options) fenceProblems() []string {
+	var errs []string
+	for _, ns := range o.ProtectedNamespaces {
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			errs = append(errs, fmt.Sprintf("--fence-protected-namespaces: %q is not a namespace name: %s", ns, strings.Join(msgs, "; ")))
+		}
+	}
+	return errs
+}
+
+// protectedNamespaces are the syncer's namespace and the fence's, sorted, once each.
+func (e Edge) protectedNamespaces() []string {
+	ns := append([]string{e.Namespace}, e.Fence.ProtectedNamespaces...)
+	slices.Sort(ns)
+	return slices.Compact(ns)
+}
+
+// celStrings is a CEL list literal of the strings.
+func celStrings(ss []string) string {
+	quoted := make([]string, len(ss))
+	for i, s := range ss {
+		quoted[i] = strconv.Quote(s)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
+}
+
+// fenceObjects are the executor, the syncer's right to act as it, and the fence's policy.
+func (e Edge) fenceObjects() []runtime.Object {
+	exec := e.ID + ExecutorSuffix
+	typeMeta := func(kind string) metav1.TypeMeta {
+		return metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: kind}
+	}
+	return []runtime.Object{
+		// Impersonated, never mounted: it has no token of its own.
+		&corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: e.meta(exec, e.Namespace),
+			AutomountServiceAccountToken: ptr.To(false)},
+		&rbacv1.ClusterRole{TypeMeta: typeMeta("ClusterRole"), ObjectMeta: e.meta(exec, ""), Rules: e.Fence.ExecutorRules},
+		&rbacv1.ClusterRoleBinding{TypeMeta: typeMeta("ClusterRoleBinding"), ObjectMeta: e.meta(exec, ""),
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: exec},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: exec, Namespace: e.Namespace}}},
+		&rbacv1.Role{TypeMeta: typeMeta("Role"), ObjectMeta: e.meta(exec, e.Namespace),
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, ResourceNames: []string{exec}, Verbs: []string{"impersonate"}}}},
+		&rbacv1.RoleBinding{TypeMeta: typeMeta("RoleBinding"), ObjectMeta: e.meta(exec, e.Namespace),
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: exec},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: e.ID, Namespace: e.Namespace}}},
+		e.fencePolicy(),
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
+			ObjectMeta: e.meta(e.ID+FenceSuffix, ""),
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: e.ID + FenceSuffix,
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+		},
+	}
+}
+
+// fencePolicy denies the executor's writes in the protected namespaces, to the Namespaces
+// themselves and, unless allowed, to admission webhooks. It matches only the executor's requests. A
+// cluster-scoped request has no namespace, and a create by generateName no name.
+func (e Edge) fencePolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
+	protected := celStrings(e.protectedNamespaces())
+	forbidden := ptr.To(metav1.StatusReasonForbidden)
+	validations := []admissionregistrationv1.Validation{
+		{Expression: fmt.Sprintf("!has(request.namespace) || !(request.namespace in %s)", protected), Reason: forbidden,
+			MessageExpression: `"the edge owner's fence keeps the syncer out of namespace " + request.namespace`},
+		{Expression: fmt.Sprintf(`!(request.resource.group == "" && request.resource.resource == "namespaces" && has(request.name) && request.name in %s)`, protected), Reason: forbidden,
+			MessageExpression: `"the edge owner's fence keeps the syncer from changing namespace " + request.name`},
+	}
+	if !e.Fence.AllowWebhooks {
+		validations = append(validations, admissionregistrationv1.Validation{Expression: `request.resource.group != "admissionregistration.k8s.io"`, Reason: forbidden,
+			Message: "the edge owner's fence keeps the syncer from writing admission webhooks"})
+	}
+	return &admissionregistrationv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: e.meta(e.ID+FenceSuffix, ""),
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"},
+						Scope: ptr.To(admissionregistrationv1.AllScopes)},
+				}}}},
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "executor",
+				Expression: "request.userInfo.username == " + strconv.Quote(wellknown.ServiceAccountUser(e.Namespace, e.ID+ExecutorSuffix))}},
+			Validations: validations,
+		},
+	}
+}
