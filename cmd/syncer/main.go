@@ -448,7 +448,9 @@ func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics
 	if err != nil {
 		return syncer.Config{}, fmt.Errorf("downstream discovery: %w", err)
 	}
+	maxObjectBytes, _ := opts.ObjectBytesLimit() // validated
 	return syncer.Config{
+		MaxObjectBytes:         maxObjectBytes,
 		UpstreamDynamic:        upDyn,
 		UpstreamDiscovery:      syncer.NewDiscovery(upDisc),
 		DownstreamDynamic:      downDyn,

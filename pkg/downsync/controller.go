@@ -131,6 +131,9 @@ type Config struct {
 	// Signatures, if set, verifies each upstream object before it is written (package signature):
 	// what is applied is what was signed.
 	Signatures Signatures
+	// MaxObjectBytes is the syncer's limit on an upstream object (for what it says of one over it:
+	// the upstream caches hold such an object as a mapping.TooLargeStub).
+	MaxObjectBytes int
 }
 
 // Signatures verifies upstream objects against the keys the edge trusts (package signature).
@@ -166,9 +169,10 @@ type Controller struct {
 	echoes   echoes
 	refusals refusals
 	pauses   pauses
-	// unsigned are the keys whose upstream object does not verify, and why (Config.Signatures): not
-	// written (Enforce), or written and said once (warned, Warn).
-	unsigned, warned framework.ConflictLog
+	// withheld are the keys whose upstream object is not written, and why: it does not verify
+	// (Config.Signatures, Enforce) or is too large (Config.MaxObjectBytes). warned are those written
+	// though they do not verify (Warn), said once.
+	withheld, warned framework.ConflictLog
 
 	mu sync.Mutex
 	// terminating are the keys waiting for their namespace to finish terminating at the edge.
@@ -194,7 +198,7 @@ func NewController(cfg Config) (*Controller, error) {
 	}
 	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Downsync, cfg.FieldManager, cfg.Metrics, cfg.Recorder), terminating: map[framework.Key]string{}, early: newEarly(),
 		pauses: pauses{held: map[framework.Key]time.Time{}, drifted: map[framework.Key]string{}, told: map[framework.Key]map[string]string{}}}
-	c.unsigned.Describe = func(reason string) (problem.Kind, string) { return problem.SyncFailed, reason }
+	c.withheld.Describe = func(reason string) (problem.Kind, string) { return problem.SyncFailed, reason }
 	c.queue = framework.NewQueue(metrics.Downsync, cfg.Metrics.WorkqueueProvider(), c.process)
 	return c, nil
 }
@@ -205,8 +209,9 @@ func (c *Controller) Queue() *framework.Queue { return c.queue }
 // Writes is the controller's write path (for its conflicts).
 func (c *Controller) Writes() *framework.Writes { return c.writes }
 
-// Unsigned are the objects not written because they do not verify (for ObjectsSynced).
-func (c *Controller) Unsigned() *framework.ConflictLog { return &c.unsigned }
+// Withheld are the objects not written because they do not verify or are too large (for
+// ObjectsSynced).
+func (c *Controller) Withheld() *framework.ConflictLog { return &c.withheld }
 
 // Run starts the workers and blocks until ctx is done and they have exited.
 func (c *Controller) Run(ctx context.Context, workers int) { c.queue.Run(ctx, workers) }
@@ -235,7 +240,7 @@ func (c *Controller) Relevant(key framework.Key) bool {
 // them again, so they would otherwise be reported for good.
 func (c *Controller) Prune() {
 	c.writes.Conflicts().Prune(c.Relevant)
-	c.unsigned.Prune(c.Relevant)
+	c.withheld.Prune(c.Relevant)
 	c.warned.Prune(c.Relevant)
 	c.queue.Prune(c.Relevant)
 	c.pauses.forget(c.Relevant)

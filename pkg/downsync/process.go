@@ -99,7 +99,7 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 		return 0, nil
 	}
 	c.takenAgain(key)
-	c.unsigned.Clear(key) // not wanted: nothing to verify any more
+	c.withheld.Clear(key) // not wanted: nothing to verify or withhold any more
 	c.warned.Clear(key)
 	if markedUpsynced {
 		c.upsyncedCopy(ctx, key, upObj)
@@ -235,6 +235,9 @@ func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, u
 			}
 			return 0, err // the namespace's arrival enqueues this key again
 		}
+	}
+	if c.tooLarge(ctx, key, upObj) {
+		return 0, nil // its next change brings the key back
 	}
 	upObj, ok := c.verified(ctx, key, upObj, r.Rename != nil)
 	if !ok {

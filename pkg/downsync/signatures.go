@@ -29,6 +29,7 @@ var errRenamed = errors.New("a conversion of a SyncerConfig renames it, and conv
 func (c *Controller) verified(ctx context.Context, key framework.Key, upObj *unstructured.Unstructured, renamed bool) (*unstructured.Unstructured, bool) {
 	v := c.cfg.Signatures
 	if v == nil {
+		c.withheld.Clear(key) // no longer too large, if it was
 		return upObj, true
 	}
 	signed, keyID, err := v.Verify(upObj)
@@ -37,7 +38,7 @@ func (c *Controller) verified(ctx context.Context, key framework.Key, upObj *uns
 	}
 	if err == nil {
 		klog.FromContext(ctx).V(logging.Trace).Info("Signature verified", "keyID", keyID)
-		c.unsigned.Clear(key)
+		c.withheld.Clear(key)
 		c.warned.Clear(key)
 		return signed, true
 	}
@@ -47,7 +48,7 @@ func (c *Controller) verified(ctx context.Context, key framework.Key, upObj *uns
 		what = "written anyway (signature policy Warn)"
 	}
 	reason := fmt.Sprintf("its signature does not verify with the keys the edge trusts: %v; %s", err, what)
-	said := &c.unsigned // a failure to sync (ObjectsSynced)
+	said := &c.withheld // a failure to sync (ObjectsSynced)
 	if !enforce {
 		said = &c.warned // written: said, not failing
 	}

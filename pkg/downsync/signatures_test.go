@@ -69,7 +69,7 @@ func TestSignatures(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		n, problems := h.c.Unsigned().Problems(5)
+		n, problems := h.c.Withheld().Problems(5)
 		switch {
 		case enforce && (len(h.actions()) != 0 || n != 1 || !strings.Contains(problems[0].Reason, "differs from what was signed")):
 			t.Errorf("Enforce, a changed object: actions %v, failures %d %v; want nothing written and one failure", h.actions(), n, problems)

@@ -43,6 +43,9 @@ type Spec struct {
 	Manager string
 	// Signals makes the cache keep what a Watch of kind Signals needs (slimSignal).
 	Signals bool
+	// MaxObjectBytes, when positive, makes the cache keep an object whose JSON is larger as a
+	// mapping.TooLargeStub only: a mailbox cannot make the syncer hold more of one object.
+	MaxObjectBytes int
 }
 
 // Handlers builds the event handler for a resource's informer, and is told when its objects are listed.

@@ -13,7 +13,8 @@ import (
 // transformFor is the transform of an informer as spec asks: managedFields dropped but for the
 // entry of a plain create by spec.Manager (mapping.CreatedEntries), or for a slim cache
 // (spec.AppliedBy) only what mapping.Slim keeps, or what a Signals informer needs (spec.Signals,
-// slimSignal); then held as a framework.Compact, or, decoded (the informers a Source runs), with
+// slimSignal); an object over spec.MaxObjectBytes only as mapping.TooLargeStub; then held as a
+// framework.Compact, or, decoded (the informers a Source runs), with
 // field names shared (internKeys). Anything but an unstructured object (a Compact, a tombstone) is
 // kept as it is, and so is an object already slim.
 func transformFor(spec Spec, compact bool) cache.TransformFunc {
@@ -35,11 +36,44 @@ func transformFor(spec Spec, compact bool) cache.TransformFunc {
 			u = mapping.Slim(u, spec.AppliedBy)
 		}
 		if compact {
-			return framework.Compacted(u)
+			c, err := framework.Compacted(u)
+			if err != nil || spec.MaxObjectBytes <= 0 || c.Size() <= spec.MaxObjectBytes {
+				return c, err
+			}
+			return framework.Compacted(mapping.TooLargeStub(u, c.Size(), spec.MaxObjectBytes))
+		}
+		if size := jsonSize(u.Object); spec.MaxObjectBytes > 0 && size > spec.MaxObjectBytes {
+			u = mapping.TooLargeStub(u, size, spec.MaxObjectBytes)
 		}
 		internKeys(u.Object)
 		return u, nil
 	}
+}
+
+// jsonSize is about the length of v's JSON, without encoding it: for the decoded caches (a Source's),
+// whose objects are never encoded. Numbers count as 8 bytes.
+func jsonSize(v interface{}) int {
+	switch t := v.(type) {
+	case map[string]interface{}:
+		n := 2
+		for k, e := range t {
+			n += len(k) + 4 + jsonSize(e) // quotes, colon, comma
+		}
+		return n
+	case []interface{}:
+		n := 2
+		for _, e := range t {
+			n += jsonSize(e) + 1
+		}
+		return n
+	case string:
+		return len(t) + 2
+	case nil:
+		return 4
+	case bool:
+		return 5
+	}
+	return 8
 }
 
 // internKeys replaces the keys of every map in v by their canonical copies (unique.Make); values are

@@ -263,6 +263,9 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	if up == nil || up.GetDeletionTimestamp() != nil || mapping.OwnedUpstream(up) || mapping.PauseOf(up).Active(time.Now()) {
 		return 0, nil // a paused object's own pause holds before downsync has looked at it (after a restart)
 	}
+	if _, stub := mapping.TooLarge(up); stub {
+		return 0, nil // held as its metadata only: never written back from that (downsync says why)
+	}
 	projection := c.cfg.Selection.StatusProjection(selection.ObjectOf(gr, up))
 	// It runs the object, as status return sees it, when it has a copy whose status may be returned.
 	executes := down != nil && projection.Returns() && (r.UpstreamHasStatus || carriesStatus(down))

@@ -55,6 +55,9 @@ type Config struct {
 	// AuditPeriod is how often the audit looks for objects the syncer should have deleted and has not
 	// (runAudit); 0 disables it.
 	AuditPeriod time.Duration
+	// MaxObjectBytes, when positive, is the largest upstream object the syncer holds and syncs: a
+	// larger one is held as its metadata only, not written, and said upstream (--max-object-bytes).
+	MaxObjectBytes int
 	// MaxNamespaceInformers is how many namespaces a resource may be selected in and still be watched
 	// upstream namespace by namespace; past it, where the syncer may list and watch it cluster-wide
 	// (a SelfSubjectAccessReview says), one whole-cluster list and watch filtered to those namespaces.

@@ -156,6 +156,7 @@ func New(cfg Config) (*Syncer, error) {
 		upClient: cfg.UpstreamDynamic, downClnt: cfg.DownstreamDynamic, ownedDown: cfg.DownstreamOwned, up: s.up, down: s.down,
 		ownerLabel: s.ownerLabel, fieldManager: cfg.FieldManager, publish: func(next *snapshot) { s.state.Store(next) },
 		maxNamespaces: s.maxNamespaces(), reviewClusterWide: s.reviewClusterWide, fenced: cfg.DownstreamWrites != nil,
+		maxObjectBytes: cfg.MaxObjectBytes,
 	}
 	if !cfg.Embedded {
 		cfg.Metrics.SetObjectCounter(s.countObjects)
@@ -219,6 +220,7 @@ func (s *Syncer) newControllers() error {
 		OnRefused: func(key framework.Key) { s.status.Recheck(key) }, OnDeletionsHeld: s.deletionsHeld,
 		OnPauseChanged: func(key framework.Key) { s.status.PauseChanged(key) },
 		ReportOnly:     cfg.ReportOnly, Report: s.report, EdgeRecorder: cfg.EdgeRecorder, Signatures: cfg.Signatures,
+		MaxObjectBytes: cfg.MaxObjectBytes,
 	}
 	s.autoscalers = autoscale.NewIndex(func(t autoscale.Target) { s.downsync.EnqueueEdgeObject(t.GroupKind, t.Namespace, t.Name) })
 	dcfg.Autoscalers = s.autoscalers

@@ -66,6 +66,8 @@ type resolver struct {
 	reviewClusterWide func(ctx context.Context, gvr schema.GroupVersionResource)
 	// fenced: the edge writes go through an executor (Config.DownstreamWrites), so fenceOut applies.
 	fenced bool
+	// maxObjectBytes is the upstream informers' Spec.MaxObjectBytes (Config.MaxObjectBytes).
+	maxObjectBytes int
 
 	scanned      bool   // leftovers scan done downstream
 	upScanned    bool   // upsync leftovers scan done upstream
@@ -118,6 +120,10 @@ func (r *resolver) resolve(ctx context.Context, old *snapshot) (*snapshot, error
 	// widened scope read through the old informer would show the added namespaces empty); the
 	// snapshot is published before new informers start, so that their first events see it.
 	upSpecs, downSpecs := informerSpecs(next, r.ownerLabel, r.fieldManager)
+	for gvr, spec := range upSpecs {
+		spec.MaxObjectBytes = r.maxObjectBytes // what a mailbox can make the syncer hold of one object
+		upSpecs[gvr] = spec
+	}
 	for gvr, spec := range upSpecs {
 		if r.reviewClusterWide != nil && len(spec.NamespaceList()) > r.maxNamespaces {
 			r.reviewClusterWide(ctx, gvr)

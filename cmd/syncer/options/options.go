@@ -5,6 +5,7 @@ package options
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/rest"
@@ -78,12 +80,14 @@ type Options struct {
 	LeaderElectRetryPeriod   time.Duration
 	DiscoveryRefreshPeriod   time.Duration
 	MaxNamespaceInformers    int
-	AuditPeriod              time.Duration
-	ConflictRecheckPeriod    time.Duration
-	EdgeWarnings             bool
-	ReportOnly               bool
-	DeletionBreakerCount     int
-	DeletionBreakerPercent   int
+	// MaxObjectBytes is --max-object-bytes, a quantity ("1536Ki"); ObjectBytesLimit is its value.
+	MaxObjectBytes         string
+	AuditPeriod            time.Duration
+	ConflictRecheckPeriod  time.Duration
+	EdgeWarnings           bool
+	ReportOnly             bool
+	DeletionBreakerCount   int
+	DeletionBreakerPercent int
 
 	// APIExportEndpointSlice, when set, serves every workspace bound to an APIExport through its
 	// virtual workspace (package mailboxes); --upstream-kubeconfig then points at the workspace that holds
@@ -148,6 +152,7 @@ func NewOptions() *Options {
 		LeaderElectRetryPeriod:   10 * time.Second,
 		DiscoveryRefreshPeriod:   5 * time.Minute,
 		MaxNamespaceInformers:    informermanager.DefaultMaxNamespaces,
+		MaxObjectBytes:           DefaultMaxObjectBytes,
 		AuditPeriod:              5 * time.Minute,
 		ConflictRecheckPeriod:    time.Minute,
 		EdgeWarnings:             true,
@@ -198,6 +203,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.LeaderElectRetryPeriod, "leader-elect-retry-period", o.LeaderElectRetryPeriod, "How often candidates try to acquire or renew the Lease.")
 	fs.DurationVar(&o.DiscoveryRefreshPeriod, "discovery-refresh-period", o.DiscoveryRefreshPeriod, "How often discovery is re-read as a safety net for APIs that appear without a CRD; 0 disables it.")
 	fs.DurationVar(&o.AuditPeriod, "audit-period", o.AuditPeriod, "How often the syncer looks in its caches for objects it should have deleted and has not (an edge copy whose upstream object is gone, an upstream copy whose edge object is gone); one found twice in a row is logged, counted in kubestellar_syncer_orphans_found_total and processed again. 0 disables it.")
+	fs.StringVar(&o.MaxObjectBytes, "max-object-bytes", o.MaxObjectBytes, "The largest upstream object the syncer holds and syncs, as its JSON (a quantity: 1536Ki, 64Ki). A larger one is held as its metadata only, not written at the edge (which keeps the version it has) and said upstream: a Warning Event ObjectTooLarge, ObjectsSynced False. 0: no limit. The default is the largest object an etcd-backed apiserver stores by default.")
 	fs.IntVar(&o.MaxNamespaceInformers, "max-namespace-informers", o.MaxNamespaceInformers, "How many namespaces a resource may be selected in and still be listed and watched upstream one namespace at a time; past it, the syncer lists and watches it cluster-wide (keeping only those namespaces' objects) where it may, as a SelfSubjectAccessReview tells, and namespace by namespace otherwise.")
 	fs.DurationVar(&o.ConflictRecheckPeriod, "conflict-recheck-period", o.ConflictRecheckPeriod, "How often an object blocked by an object the syncer does not own (downstream, or upstream for upsync) is looked at again.")
 	fs.StringVar(&o.APIExportEndpointSlice, "apiexport-endpoint-slice", o.APIExportEndpointSlice, "Serve every kcp workspace bound to an APIExport, through its virtual workspace: the name of its APIExportEndpointSlice, in the workspace --upstream-kubeconfig points at. Each workspace's namespaces land at the edge in namespaces of their own (<namespace>-<10 hex digits>). Empty: one mailbox workspace, the one --upstream-kubeconfig points at.")
@@ -301,6 +307,9 @@ func (o *Options) Validate() error {
 			errs = append(errs, "--"+flag+" needs a namespace: namespace/name, or a name with $POD_NAMESPACE set")
 		}
 	}
+	if _, err := o.ObjectBytesLimit(); err != nil {
+		errs = append(errs, err.Error())
+	}
 	if o.LeaderElect {
 		if o.LeaderElectResourceNamespace == "" {
 			errs = append(errs, "--leader-elect needs --leader-elect-resource-namespace (or $POD_NAMESPACE)")
@@ -367,6 +376,18 @@ func (o *Options) validateLogs() []string {
 		errs = append(errs, name+": "+detail)
 	}
 	return errs
+}
+
+// DefaultMaxObjectBytes is --max-object-bytes' default: etcd's default request limit.
+const DefaultMaxObjectBytes = "1536Ki"
+
+// ObjectBytesLimit is --max-object-bytes in bytes (0: no limit).
+func (o *Options) ObjectBytesLimit() (int, error) {
+	q, err := resource.ParseQuantity(o.MaxObjectBytes)
+	if err != nil || q.Sign() < 0 || !q.IsZero() && q.Value() > math.MaxInt32 {
+		return 0, fmt.Errorf("--max-object-bytes %q: want a size such as 1536Ki or 64Ki, or 0 for no limit", o.MaxObjectBytes)
+	}
+	return int(q.Value()), nil
 }
 
 // RESTConfigs loads the two kubeconfigs. Errors name the flag and the file, in one line.

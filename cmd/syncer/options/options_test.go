@@ -213,3 +213,27 @@ func TestRelease014CommandLine(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxObjectBytes: --max-object-bytes is a quantity (0: no limit); anything else is an error
+// naming the flag.
+func TestMaxObjectBytes(t *testing.T) {
+	for _, tc := range []struct {
+		flag string
+		want int
+		err  bool
+	}{
+		{DefaultMaxObjectBytes, 1536 << 10, false}, {"64Ki", 64 << 10, false}, {"100000", 100000, false}, {"0", 0, false},
+		{"-1", 0, true}, {"lots", 0, true}, {"8Gi", 0, true},
+	} {
+		o := NewOptions()
+		o.FromKubeconfig, o.SyncTargetUID, o.MaxObjectBytes = "k", "u", tc.flag
+		got, err := o.ObjectBytesLimit()
+		verr := o.Validate()
+		switch {
+		case tc.err && (err == nil || verr == nil || !strings.Contains(verr.Error(), "--max-object-bytes")):
+			t.Errorf("%q: %d %v %v, want an error naming the flag", tc.flag, got, err, verr)
+		case !tc.err && (err != nil || verr != nil || got != tc.want):
+			t.Errorf("%q: %d %v %v, want %d", tc.flag, got, err, verr, tc.want)
+		}
+	}
+}
