@@ -731,7 +731,7 @@ func TestChartMatchesSyncerGen(t *testing.T) {
 	chosen.Image, chosen.Replicas, chosen.QPS, chosen.Burst, chosen.Verbosity = "registry.example.com/ks/syncer:v2.0.1", 3, 50.5, 99, 4
 	chosen.Rules, chosen.Fence.ExecutorRules = bootstrap.FencedRules(bootstrap.RBACLeast, nil)
 	chosen.Fence.ExecutorRules = append(chosen.Fence.ExecutorRules, bootstrap.EscalationRules()...)
-	chosen.Fence.ProtectedNamespaces, chosen.Fence.AllowWebhooks = []string{"kube-system", "payments"}, true
+	chosen.Fence.ProtectedNamespaces, chosen.Fence.AllowWebhooks, chosen.Fence.AllowEscalation = []string{"kube-system", "payments"}, true, true
 	unfenced := syncerGenEdge()
 	unfenced.Rules, unfenced.Fence = bootstrap.DownstreamRules(bootstrap.RBACBroad, nil), nil
 	chosen.SyncerConfigSelector, chosen.APIExportEndpointSlice = "example.com/mailbox=florin", "edge.kubestellar.io"

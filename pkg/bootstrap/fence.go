@@ -24,7 +24,8 @@ import (
 // do what its ClusterRole grants; without escalate and bind, Kubernetes' RBAC refuses it any Role or
 // binding that grants more than it holds. The ValidatingAdmissionPolicy <ID>-fence denies it
 // anything in the protected namespaces (the syncer's own always among them) and, unless allowed,
-// admission webhooks. Kubernetes exempts admission policies from every policy, so the syncer itself
+// admission webhooks, ClusterRoleBindings and aggregated ClusterRoles (through which a Pod's
+// ServiceAccount, which the policy does not match, would hold what the executor holds). Kubernetes exempts admission policies from every policy, so the syncer itself
 // never writes those through an executor.
 type Fence struct {
 	// ExecutorRules are the executor's permissions: its ClusterRole <ID>-executor.
@@ -34,6 +35,9 @@ type Fence struct {
 	ProtectedNamespaces []string
 	// AllowWebhooks lets the executor write admission webhook configurations.
 	AllowWebhooks bool
+	// AllowEscalation lets the executor write ClusterRoleBindings and aggregated ClusterRoles (its
+	// rules then hold escalate and bind too: EscalationRules).
+	AllowEscalation bool
 }
 
 // ExecutorSuffix names the executor ServiceAccount, its ClusterRole and ClusterRoleBinding, and the
@@ -63,7 +67,7 @@ func (o Options) edgeRules(configs []*edgev1.SyncerConfig) ([]rbacv1.PolicyRule,
 	if o.AllowEscalation {
 		executor = append(executor, EscalationRules()...)
 	}
-	return own, &Fence{ExecutorRules: executor, ProtectedNamespaces: o.ProtectedNamespaces, AllowWebhooks: o.AllowWebhooks}
+	return own, &Fence{ExecutorRules: executor, ProtectedNamespaces: o.ProtectedNamespaces, AllowWebhooks: o.AllowWebhooks, AllowEscalation: o.AllowEscalation}
 }
 
 // fenceProblems are what is wrong with the fence's options.
@@ -134,6 +138,15 @@ func (e Edge) fencePolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 		{Expression: fmt.Sprintf(`!(request.resource.group == "" && request.resource.resource == "namespaces" && has(request.name) && request.name in %s)`, protected), Reason: forbidden,
 			MessageExpression: `"the edge owner's fence keeps the syncer from changing namespace " + request.name`},
 	}
+	if !e.Fence.AllowEscalation {
+		// Bound to a ServiceAccount of another namespace, what the executor holds would be a Pod's
+		// there, which the policy does not match; aggregated into others' roles, theirs.
+		validations = append(validations, admissionregistrationv1.Validation{Reason: forbidden,
+			Expression: `!(request.resource.group == "rbac.authorization.k8s.io" && request.resource.resource == "clusterrolebindings" && request.operation != "DELETE")`,
+			Message:    "the edge owner's fence keeps the syncer from writing ClusterRoleBindings"}, admissionregistrationv1.Validation{Reason: forbidden,
+			Expression: `!(request.resource.group == "rbac.authorization.k8s.io" && request.resource.resource == "clusterroles" && object != null && has(object.metadata.labels) && object.metadata.labels.exists(k, k.startsWith("rbac.authorization.k8s.io/aggregate-to-")))`,
+			Message:    "the edge owner's fence keeps the syncer from aggregating into other ClusterRoles"})
+	}
 	if !e.Fence.AllowWebhooks {
 		validations = append(validations, admissionregistrationv1.Validation{Expression: `request.resource.group != "admissionregistration.k8s.io"`, Reason: forbidden,
 			Message: "the edge owner's fence keeps the syncer from writing admission webhooks"})
@@ -146,7 +159,7 @@ func (e Edge) fencePolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
-					Rule: admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*/*"},
 						Scope: ptr.To(admissionregistrationv1.AllScopes)},
 				}}}},
 			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "executor",

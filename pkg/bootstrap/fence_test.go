@@ -110,10 +110,19 @@ func TestFenceObjects(t *testing.T) {
 		}
 	}
 
-	e.Fence.AllowWebhooks = true
+	for _, want := range []string{`"clusterrolebindings"`, `"rbac.authorization.k8s.io/aggregate-to-"`} {
+		if !slices.ContainsFunc(exprs, func(x string) bool { return strings.Contains(x, want) }) {
+			t.Errorf("no validation of %s among %q", want, exprs)
+		}
+	}
+	if !slices.Equal(spec.MatchConstraints.ResourceRules[0].Resources, []string{"*/*"}) {
+		t.Errorf("matched resources %v: want subresources too", spec.MatchConstraints.ResourceRules[0].Resources)
+	}
+
+	e.Fence.AllowWebhooks, e.Fence.AllowEscalation = true, true
 	for _, v := range partsOf(t, e).policy.Spec.Validations {
-		if strings.Contains(v.Expression, "admissionregistration") {
-			t.Errorf("webhooks allowed, yet %s", v.Expression)
+		if strings.Contains(v.Expression, "admissionregistration") || strings.Contains(v.Expression, "rbac.authorization.k8s.io") {
+			t.Errorf("webhooks and escalation allowed, yet %s", v.Expression)
 		}
 	}
 

@@ -63,7 +63,7 @@ func (e Edge) HelmValues() ([]byte, error) {
 	}
 	if e.Fence != nil {
 		values["fence"] = map[string]interface{}{"executorRules": e.Fence.ExecutorRules, "protectedNamespaces": e.Fence.ProtectedNamespaces,
-			"allowWebhooks": e.Fence.AllowWebhooks}
+			"allowWebhooks": e.Fence.AllowWebhooks, "allowEscalation": e.Fence.AllowEscalation}
 	} else {
 		// Rules are everything the syncer does, writes included.
 		values["fence"] = map[string]interface{}{"enabled": false, "executorRules": []interface{}{}}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,8 +23,9 @@ func TestWaitForAppliedConfigMap(t *testing.T) {
 	cm.SetAnnotations(map[string]string{"edge.kubestellar.io/report-applied": "true"})
 	created := f.create(f.up, gvrConfigMaps, cm)
 	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps")))
-	f.startSyncer(f.ownConfigs())
+	p := f.startSyncer(f.ownConfigs())
 
+	appliedLabel := "applied.edge.kubestellar.io/" + f.name
 	waitApplied := func(rv string) {
 		t.Helper()
 		jsonpath := fmt.Sprintf(`jsonpath={.metadata.labels.applied\.edge\.kubestellar\.io/%s}=%s`, f.name, rv)
@@ -68,13 +70,27 @@ func TestWaitForAppliedConfigMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The upstream is shared with the other tests' syncers, so the syncer's own writes are counted
+	// there (its metrics), not the object's resourceVersion; the edge copy is this syncer's alone.
+	writes := func() float64 {
+		var n float64
+		for series, v := range p.metrics() {
+			if strings.HasPrefix(series, "kubestellar_syncer_writes_total{") {
+				n += v
+			}
+		}
+		return n
+	}
+	wrote := writes()
 	consistently(t, 3*time.Second, "no writes once applied is told", func() (bool, string) {
 		u, err1 := f.get(f.up, gvrConfigMaps, ns, "settings")
 		d, err2 := f.get(f.down, gvrConfigMaps, ns, "settings")
 		if err1 != nil || err2 != nil {
 			return false, fmt.Sprint(err1, err2)
 		}
-		return u.GetResourceVersion() == before.GetResourceVersion() && d.GetResourceVersion() == down.GetResourceVersion(),
-			fmt.Sprintf("upstream %s→%s, edge %s→%s", before.GetResourceVersion(), u.GetResourceVersion(), down.GetResourceVersion(), d.GetResourceVersion())
+		n := writes()
+		return n == wrote && u.GetLabels()[appliedLabel] == before.GetLabels()[appliedLabel] && d.GetResourceVersion() == down.GetResourceVersion(),
+			fmt.Sprintf("writes %v→%v, upstream %s→%s (label %s), edge %s→%s", wrote, n, before.GetResourceVersion(), u.GetResourceVersion(),
+				u.GetLabels()[appliedLabel], down.GetResourceVersion(), d.GetResourceVersion())
 	})
 }

@@ -21,8 +21,9 @@ var (
 
 // TestFence: a syncer bootstrapped by syncer-gen (its default fence) writes at the edge as its
 // executor, and the edge's apiserver holds it there. From one SyncerConfig: a ConfigMap, a Role and
-// a ClusterRole granting what the executor holds arrive; a ClusterRoleBinding to cluster-admin (RBAC escalation), a
-// ConfigMap in kube-system and a ValidatingWebhookConfiguration (the fence's policy) are refused,
+// a ClusterRole granting what the executor holds arrive; a ClusterRoleBinding to cluster-admin (RBAC
+// escalation), one to what the executor holds, a ConfigMap in kube-system and a
+// ValidatingWebhookConfiguration (the fence's policy) are refused,
 // each with an ApplyFailed Event on its upstream object saying why; a ValidatingAdmissionPolicy,
 // which no fence can hold, is not written and is a problem on the SyncerConfig. The rest syncs on.
 // The fence lives at the edge only: it runs against the kube upstream.
@@ -34,6 +35,7 @@ func TestFence(t *testing.T) {
 	f := newFixture(t)
 	ns := f.namespace("app")
 	crb, hook, policy, inSystem, viewer := f.name+"-admin", f.name+"-hook", f.name+"-policy", f.name+"-settings", f.name+"-viewer"
+	viewerBinding := f.name + "-viewers"
 
 	f.create(f.up, gvrConfigMaps, configMap(ns, "settings", map[string]interface{}{"k": "v"}))
 	f.create(f.up, gvrRoles, obj("rbac.authorization.k8s.io/v1", "Role", ns, "reader", map[string]interface{}{
@@ -43,6 +45,10 @@ func TestFence(t *testing.T) {
 	f.create(f.up, gvrClusterRoleBindings, obj("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", crb, map[string]interface{}{
 		"roleRef":  map[string]interface{}{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
 		"subjects": []interface{}{map[string]interface{}{"kind": "ServiceAccount", "name": "intruder", "namespace": ns}}}))
+	// Granting no more than the executor holds, but cluster-wide to a ServiceAccount a Pod could run as.
+	f.create(f.up, gvrClusterRoleBindings, obj("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", viewerBinding, map[string]interface{}{
+		"roleRef":  map[string]interface{}{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": viewer},
+		"subjects": []interface{}{map[string]interface{}{"kind": "ServiceAccount", "name": "default", "namespace": ns}}}))
 	f.create(f.up, gvrConfigMaps, configMap("kube-system", inSystem, map[string]interface{}{"k": "v"}))
 	// Upstream too these are live: a webhook nobody calls (an unserved resource, failures ignored) and
 	// a policy without a binding.
@@ -59,6 +65,7 @@ func TestFence(t *testing.T) {
 			"validations": []interface{}{map[string]interface{}{"expression": "false"}}}}))
 	t.Cleanup(func() {
 		f.delete(f.up, gvrClusterRoleBindings, "", crb)
+		f.delete(f.up, gvrClusterRoleBindings, "", viewerBinding)
 		f.delete(f.up, gvrClusterRoles, "", viewer)
 		f.delete(f.up, gvrConfigMaps, "kube-system", inSystem)
 		f.delete(f.up, gvrWebhookConfigs, "", hook)
@@ -73,7 +80,7 @@ func TestFence(t *testing.T) {
 	}
 	spec := nsScope([]string{ns}, resource("", "v1", "configmaps"), resource("rbac.authorization.k8s.io", "v1", "roles"))
 	spec["clusterScope"] = []interface{}{
-		named("rbac.authorization.k8s.io", "clusterrolebindings", crb),
+		named("rbac.authorization.k8s.io", "clusterrolebindings", crb, viewerBinding),
 		named("rbac.authorization.k8s.io", "clusterroles", viewer),
 		named("admissionregistration.k8s.io", "validatingwebhookconfigurations", hook),
 		named("admissionregistration.k8s.io", "validatingadmissionpolicies", policy),
@@ -88,6 +95,7 @@ func TestFence(t *testing.T) {
 	f.waitFor(f.down, gvrClusterRoles, "", viewer, hasMark)
 
 	f.waitEvent(f.up, "default", crb, "ApplyFailed", "attempting to grant RBAC permissions not currently held")
+	f.waitEvent(f.up, "default", viewerBinding, "ApplyFailed", "the edge owner's fence keeps the syncer from writing ClusterRoleBindings")
 	f.waitEvent(f.up, "kube-system", inSystem, "ApplyFailed", "the edge owner's fence keeps the syncer out of namespace kube-system")
 	f.waitEvent(f.up, "default", hook, "ApplyFailed", "the edge owner's fence keeps the syncer from writing admission webhooks")
 	eventually(t, time.Minute, "the admission policy is a problem on the SyncerConfig", func() (bool, string) {
@@ -104,6 +112,7 @@ func TestFence(t *testing.T) {
 		principal string
 	}{
 		{gvrClusterRoleBindings, "", crb, "the ClusterRoleBinding to cluster-admin"},
+		{gvrClusterRoleBindings, "", viewerBinding, "the ClusterRoleBinding to what the executor holds"},
 		{gvrConfigMaps, "kube-system", inSystem, "the ConfigMap in kube-system"},
 		{gvrWebhookConfigs, "", hook, "the webhook"},
 		{gvrVAPs, "", policy, "the admission policy"},

@@ -137,8 +137,10 @@ func TestNode(t *testing.T) {
 				t.Errorf("GET pod %s at %s:8080 from the host: %q %v", p.Name, p.Status.PodIP, body, err)
 			}
 		}
-		// Another pod reaches them through their Service (kube-proxy's rules).
-		out := runPod(f.ctx, t, ns, "svc-client", "wget -q -O - http://"+svc.Spec.ClusterIP+"/", 60*time.Second)
+		// Another pod reaches them through their Service (kube-proxy's rules, which kube-proxy writes
+		// once it sees the Service's endpoints: a few tries, a second apart; busybox's own wget -T
+		// crashes, so timeout bounds each).
+		out := runPod(f.ctx, t, ns, "svc-client", "for i in 1 2 3 4 5 6 7 8 9 10; do timeout 3 wget -q -O - http://"+svc.Spec.ClusterIP+"/ && exit 0; sleep 1; done; exit 1", 60*time.Second)
 		if out != "kubestellar-syncer-testapp\n" {
 			t.Errorf("wget of Service web (%s) from a pod: %q", svc.Spec.ClusterIP, out)
 		}
