@@ -25,8 +25,9 @@ import (
 // binding that grants more than it holds. The ValidatingAdmissionPolicy <ID>-fence denies it
 // anything in the protected namespaces (the syncer's own always among them) and, unless allowed,
 // admission webhooks, ClusterRoleBindings and aggregated ClusterRoles (through which a Pod's
-// ServiceAccount, which the policy does not match, would hold what the executor holds). Kubernetes exempts admission policies from every policy, so the syncer itself
-// never writes those through an executor.
+// ServiceAccount, which the policy does not match, would hold what the executor holds). Kubernetes
+// exempts admission policies from every policy, so the syncer itself never writes those through an
+// executor.
 type Fence struct {
 	// ExecutorRules are the executor's permissions: its ClusterRole <ID>-executor.
 	ExecutorRules []rbacv1.PolicyRule
@@ -127,8 +128,9 @@ func (e Edge) fenceObjects() []runtime.Object {
 }
 
 // fencePolicy denies the executor's writes in the protected namespaces, to the Namespaces
-// themselves and, unless allowed, to admission webhooks. It matches only the executor's requests. A
-// cluster-scoped request has no namespace, and a create by generateName no name.
+// themselves and, unless allowed, to ClusterRoleBindings, aggregated ClusterRoles and admission
+// webhooks. It matches only the executor's requests, subresources included. A cluster-scoped request
+// has no namespace, and a create by generateName no name.
 func (e Edge) fencePolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 	protected := celStrings(e.protectedNamespaces())
 	forbidden := ptr.To(metav1.StatusReasonForbidden)

@@ -42,6 +42,17 @@ func (s resourceSet) add(group, resource string, verbs ...string) {
 	}
 }
 
+// addAll adds every grant of o.
+func (s resourceSet) addAll(o resourceSet) {
+	for group, resources := range o {
+		for resource, verbs := range resources {
+			for v := range verbs {
+				s.add(group, resource, v)
+			}
+		}
+	}
+}
+
 // rules renders one rule per (group, verb set), resources sorted: stable output for stable diffs.
 func (s resourceSet) rules() []rbacv1.PolicyRule {
 	type k struct{ group, verbs string }
@@ -180,13 +191,7 @@ func DownstreamRules(mode string, configs []*edgev1.SyncerConfig) []rbacv1.Polic
 		return s.rules()
 	}
 	own, writes := edgeRules(mode, configs)
-	for group, resources := range writes {
-		for resource, verbs := range resources {
-			for v := range verbs {
-				own.add(group, resource, v)
-			}
-		}
-	}
+	own.addAll(writes)
 	return own.rules()
 }
 

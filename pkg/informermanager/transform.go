@@ -42,8 +42,10 @@ func transformFor(spec Spec, compact bool) cache.TransformFunc {
 			}
 			return framework.Compacted(mapping.TooLargeStub(u, c.Size(), spec.MaxObjectBytes))
 		}
-		if size := jsonSize(u.Object); spec.MaxObjectBytes > 0 && size > spec.MaxObjectBytes {
-			u = mapping.TooLargeStub(u, size, spec.MaxObjectBytes)
+		if spec.MaxObjectBytes > 0 {
+			if size := jsonSize(u.Object); size > spec.MaxObjectBytes {
+				u = mapping.TooLargeStub(u, size, spec.MaxObjectBytes)
+			}
 		}
 		internKeys(u.Object)
 		return u, nil
