@@ -57,9 +57,6 @@ func Compacted(obj *unstructured.Unstructured) (*Compact, error) {
 	return c, nil
 }
 
-// Size is the length of the object's JSON, in bytes.
-func (c *Compact) Size() int { return len(c.head) + len(c.rest) }
-
 // CompactTransform is an informer transform that holds unstructured objects as Compacts; anything
 // else (a Compact already, a tombstone) is kept as it is, so it may run twice on an object.
 func CompactTransform(obj interface{}) (interface{}, error) {

@@ -48,6 +48,10 @@ func mustKey(obj interface{}) string {
 func (m *Manager) newPart(gvr schema.GroupVersionResource, spec Spec, namespace string, early func(*unstructured.Unstructured),
 	accept func(interface{}) bool, transform cache.TransformFunc) *part {
 	p := &part{namespace: namespace}
+	if early != nil && spec.MaxObjectBytes > 0 {
+		all := early
+		early = func(u *unstructured.Unstructured) { all(heldOf(spec, u)) } // as the cache will hold it
+	}
 	var l Lister = m.client.Resource(gvr)
 	description := gvr.String()
 	if namespace != "" {

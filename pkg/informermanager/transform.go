@@ -13,8 +13,8 @@ import (
 // transformFor is the transform of an informer as spec asks: managedFields dropped but for the
 // entry of a plain create by spec.Manager (mapping.CreatedEntries), or for a slim cache
 // (spec.AppliedBy) only what mapping.Slim keeps, or what a Signals informer needs (spec.Signals,
-// slimSignal); an object over spec.MaxObjectBytes only as mapping.TooLargeStub; then held as a
-// framework.Compact, or, decoded (the informers a Source runs), with
+// slimSignal), an object over spec.MaxObjectBytes only as mapping.TooLargeStub (heldOf); then held
+// as a framework.Compact, or, decoded (the informers a Source runs), with
 // field names shared (internKeys). Anything but an unstructured object (a Compact, a tombstone) is
 // kept as it is, and so is an object already slim.
 func transformFor(spec Spec, compact bool) cache.TransformFunc {
@@ -23,6 +23,7 @@ func transformFor(spec Spec, compact bool) cache.TransformFunc {
 		if !ok {
 			return obj, nil
 		}
+		u = heldOf(spec, u)
 		switch _, done := u.Object[mapping.AppliedField]; {
 		case spec.Signals:
 			u = slimSignal(u)
@@ -36,24 +37,27 @@ func transformFor(spec Spec, compact bool) cache.TransformFunc {
 			u = mapping.Slim(u, spec.AppliedBy)
 		}
 		if compact {
-			c, err := framework.Compacted(u)
-			if err != nil || spec.MaxObjectBytes <= 0 || c.Size() <= spec.MaxObjectBytes {
-				return c, err
-			}
-			return framework.Compacted(mapping.TooLargeStub(u, c.Size(), spec.MaxObjectBytes))
-		}
-		if spec.MaxObjectBytes > 0 {
-			if size := jsonSize(u.Object); size > spec.MaxObjectBytes {
-				u = mapping.TooLargeStub(u, size, spec.MaxObjectBytes)
-			}
+			return framework.Compacted(u)
 		}
 		internKeys(u.Object)
 		return u, nil
 	}
 }
 
-// jsonSize is about the length of v's JSON, without encoding it: for the decoded caches (a Source's),
-// whose objects are never encoded. Numbers count as 8 bytes.
+// heldOf is what may be held of u under spec.MaxObjectBytes: u, or a mapping.TooLargeStub when its
+// JSON as the apiserver sent it (jsonSize) is larger. The transform and the early handlers (withEarly)
+// both see objects through it, so that they agree on which are too large.
+func heldOf(spec Spec, u *unstructured.Unstructured) *unstructured.Unstructured {
+	if spec.MaxObjectBytes <= 0 {
+		return u
+	}
+	if size := jsonSize(u.Object); size > spec.MaxObjectBytes {
+		return mapping.TooLargeStub(u, size, spec.MaxObjectBytes)
+	}
+	return u
+}
+
+// jsonSize is about the length of v's JSON, without encoding it. Numbers count as 8 bytes.
 func jsonSize(v interface{}) int {
 	switch t := v.(type) {
 	case map[string]interface{}:

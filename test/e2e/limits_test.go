@@ -6,19 +6,13 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/kubestellar/syncer/test/support"
 )
 
 // TestObjectSizeLimit: with --max-object-bytes=64Ki, a 100 KiB ConfigMap is not written at the edge
 // and is said upstream (a Warning Event ObjectTooLarge, ObjectsSynced False naming it), while a small
 // one syncs; one that grows past the limit keeps its last version at the edge; each syncs once back
-// under it, and the failure goes. The limit is the syncer's own, whatever the upstream: it runs
-// against the kube upstream.
+// under it, and the failure goes.
 func TestObjectSizeLimit(t *testing.T) {
-	if upstreamIsKCP() {
-		support.SkipBecause(t, "the object size limit is the syncer's own, whatever the upstream: its test runs against the kube upstream")
-	}
 	t.Parallel()
 	f := newFixture(t)
 	ns := f.namespace("app")
