@@ -451,6 +451,7 @@ func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics
 	maxObjectBytes, _ := opts.ObjectBytesLimit() // validated
 	return syncer.Config{
 		MaxObjectBytes:         maxObjectBytes,
+		MaxObjectsPerResource:  opts.MaxObjectsPerResource,
 		UpstreamDynamic:        upDyn,
 		UpstreamDiscovery:      syncer.NewDiscovery(upDisc),
 		DownstreamDynamic:      downDyn,

@@ -36,3 +36,26 @@ func ScanLabelled(ctx context.Context, client dynamic.Interface, gvr schema.Grou
 		}
 	}
 }
+
+// ObjectLister lists objects of one resource (a dynamic client's ResourceInterface).
+type ObjectLister interface {
+	List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error)
+}
+
+// CountObjects tells how many objects l lists, from a list of one object and the rest the
+// apiserver says remain (remainingItemCount): it reads no more than one object. known is false when
+// the apiserver does not say (it does not with a label or field selector).
+func CountObjects(ctx context.Context, l ObjectLister) (n int64, known bool, err error) {
+	list, err := l.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return 0, false, err
+	}
+	n = int64(len(list.Items))
+	if list.GetContinue() == "" {
+		return n, true, nil
+	}
+	if rest := list.GetRemainingItemCount(); rest != nil {
+		return n + *rest, true, nil
+	}
+	return 0, false, nil
+}

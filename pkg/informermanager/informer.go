@@ -28,11 +28,14 @@ type informer struct {
 	accept func(obj interface{}) bool
 	// onSynced is told after the first list is in the store, and again after every re-list.
 	onSynced func(first bool)
+	// onGrown, when set, is told after the store has taken a new object or a list.
+	onGrown func()
 
 	mu        sync.Mutex // orders the store's changes with the handlers' registrations
 	listeners map[*listener]bool
 	synced    bool
 	stopped   bool
+	count     int // objects stored
 }
 
 // informerConfig is what newInformer needs.
@@ -45,6 +48,7 @@ type informerConfig struct {
 	transform   cache.TransformFunc
 	accept      func(obj interface{}) bool
 	onSynced    func(first bool)
+	onGrown     func()
 }
 
 func newInformer(cfg informerConfig) *informer {
@@ -57,7 +61,7 @@ func newInformer(cfg informerConfig) *informer {
 		indexers = cache.Indexers{}
 	}
 	return &informer{description: cfg.description, lw: cfg.lw, keyFunc: keyFunc, indexer: cache.NewIndexer(keyFunc, indexers), health: cfg.health,
-		transform: cfg.transform, accept: cfg.accept, onSynced: cfg.onSynced, listeners: map[*listener]bool{}}
+		transform: cfg.transform, accept: cfg.accept, onSynced: cfg.onSynced, onGrown: cfg.onGrown, listeners: map[*listener]bool{}}
 }
 
 var _ framework.Cache = &informer{}
@@ -86,20 +90,23 @@ func (i *informer) Update(obj interface{}) error {
 		return err
 	}
 	i.mu.Lock()
-	defer i.mu.Unlock()
 	old, exists, err := i.indexer.Get(obj)
-	if err != nil {
-		return err
+	if err == nil {
+		err = i.indexer.Update(obj)
 	}
-	if err := i.indexer.Update(obj); err != nil {
-		return err
-	}
-	if exists {
+	switch {
+	case err != nil:
+	case exists:
 		i.tell(notification{kind: updated, old: old, obj: obj})
-	} else {
+	default:
+		i.count++
 		i.tell(notification{kind: added, obj: obj})
 	}
-	return nil
+	i.mu.Unlock()
+	if err == nil && !exists && i.onGrown != nil {
+		i.onGrown()
+	}
+	return err
 }
 
 // Delete removes an object the watch says is gone and tells the handlers.
@@ -116,6 +123,7 @@ func (i *informer) Delete(obj interface{}) error {
 	if err := i.indexer.Delete(old); err != nil {
 		return err
 	}
+	i.count--
 	i.tell(notification{kind: deleted, obj: old})
 	return nil
 }
@@ -165,8 +173,12 @@ func (i *informer) Replace(list []interface{}, resourceVersion string) error {
 		i.tell(n)
 	}
 	i.synced = true
+	i.count = len(news)
 	i.mu.Unlock()
 	i.health.replaced()
+	if i.onGrown != nil {
+		i.onGrown()
+	}
 	if i.onSynced != nil {
 		i.onSynced(first)
 	}
@@ -215,6 +227,13 @@ func (i *informer) List(namespace string) []interface{} {
 	}
 	objs, _ := i.indexer.ByIndex(cache.NamespaceIndex, namespace)
 	return objs
+}
+
+// Len is how many objects the store holds.
+func (i *informer) Len() int {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.count
 }
 
 // Keys are the store keys of every object, or of those of one namespace.

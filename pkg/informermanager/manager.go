@@ -46,6 +46,10 @@ type Spec struct {
 	// MaxObjectBytes, when positive, makes the cache keep an object whose JSON is larger as a
 	// mapping.TooLargeStub only: a mailbox cannot make the syncer hold more of one object.
 	MaxObjectBytes int
+	// MaxObjects, when positive, is how many objects the cache should hold at most: past it the
+	// resource is overfull (Manager.Overfull), and a namespace (or the cluster) counted over it before
+	// its first list is not listed.
+	MaxObjects int
 }
 
 // Handlers builds the event handler for a resource's informer, and is told when its objects are listed.
@@ -98,6 +102,8 @@ type Options struct {
 	// ListingNamespaces is how many namespaces of resources watched namespace by namespace may be
 	// listing their objects at once; the others wait their turn. Zero: DefaultListingNamespaces.
 	ListingNamespaces int
+	// Overfull, if set, is told when a resource has become overfull (Spec.MaxObjects).
+	Overfull func(gvr schema.GroupVersionResource)
 }
 
 // DefaultMaxNamespaces and DefaultListingNamespaces are Options' defaults.
@@ -142,6 +148,8 @@ type entry struct {
 	earlyOnce sync.Once
 	// held: Set will stop or replace the entry (Hold); until then Cache does not show it.
 	held bool
+	// overfull is the count of objects found over Spec.MaxObjects, once found (m.mu held).
+	overfull int64
 }
 
 // New returns a Manager for one side; nothing runs until Start.

@@ -23,6 +23,9 @@ type part struct {
 	done      chan struct{}
 	released  sync.Once
 	token     bool // holds a listing token
+	// precount, when set, counts the objects before the first list, and tells whether to list them
+	// (Spec.MaxObjects).
+	precount func(ctx context.Context) bool
 }
 
 // inNamespaces accepts the objects of the given namespaces.
@@ -58,7 +61,7 @@ func (m *Manager) newPart(gvr schema.GroupVersionResource, spec Spec, namespace 
 		l = m.client.Resource(gvr).Namespace(namespace)
 		description += " in namespace " + namespace
 	}
-	p.informer = newInformer(informerConfig{
+	cfg := informerConfig{
 		description: description,
 		lw:          listWatch(l, spec, &p.health, supportsWatchList(m.client), early),
 		health:      &p.health,
@@ -66,7 +69,14 @@ func (m *Manager) newPart(gvr schema.GroupVersionResource, spec Spec, namespace 
 		transform:   transform,
 		accept:      accept,
 		onSynced:    func(first bool) { m.partSynced(gvr, p, first) },
-	})
+	}
+	if spec.MaxObjects > 0 {
+		cfg.onGrown = func() { m.checkSize(gvr, p) }
+		if spec.LabelSelector == "" && spec.FieldSelector == "" && accept == nil {
+			p.precount = func(ctx context.Context) bool { return m.precount(ctx, gvr, p, l, spec.MaxObjects) }
+		}
+	}
+	p.informer = newInformer(cfg)
 	return p
 }
 
@@ -115,6 +125,9 @@ func (m *Manager) start(p *part) {
 			case <-ctx.Done():
 				return
 			}
+		}
+		if p.precount != nil && !p.precount(ctx) {
+			return
 		}
 		p.informer.Run(ctx)
 	}()

@@ -76,6 +76,8 @@ type Metrics struct {
 	DeletionsHeld prometheus.Gauge
 	// DriftHeld is how many objects have their edge drift held (drift policy Report).
 	DriftHeld prometheus.Gauge
+	// ResourcesOverLimit is how many upstream resources are held for having too many objects.
+	ResourcesOverLimit prometheus.Gauge
 	// Workspaces counts the workspaces one syncer serves (--apiexport-endpoint-slice), by state
 	// (WorkspaceSyncing, WorkspaceDraining); no series for a single workspace.
 	Workspaces *prometheus.GaugeVec
@@ -148,6 +150,8 @@ func New(reg prometheus.Registerer) *Metrics {
 			[]string{"result"}),
 		DeletionsHeld: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "deletions_held",
 			Help: "Deletions at the edge the deletion breaker holds (0 when it does not): too many fell due within a minute; see condition DeletionsHeld."}),
+		ResourcesOverLimit: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "resources_over_object_limit",
+			Help: "Upstream resources held, not synced, for having more objects in the selected namespaces than --max-objects-per-resource; see condition SelectionValid."}),
 		DriftHeld: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "drift_held_objects",
 			Help: "Objects whose edge copy differs from upstream and is left so (drift policy Report), their upstream changes held until acknowledged."}),
 		Workspaces: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "workspaces",
@@ -199,7 +203,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			m.APIRequests.WithLabelValues(side, verb, code)
 		}
 	}
-	reg.MustRegister(m.APIRequests, m.Writes, m.Orphans, m.EdgeWarnings, m.DeletionsHeld, m.DriftHeld, m.Workspaces, m.InformersRunning, m.InformersSynced, m.SyncLatency, m.Leader,
+	reg.MustRegister(m.APIRequests, m.Writes, m.Orphans, m.EdgeWarnings, m.DeletionsHeld, m.DriftHeld, m.ResourcesOverLimit, m.Workspaces, m.InformersRunning, m.InformersSynced, m.SyncLatency, m.Leader,
 		m.LastHeartbeat, m.ClientRequests, m.ClientRequestLatency, m.ClientRateLimiterLatency, m.objects,
 		q.depth, q.adds, q.latency, q.workDuration, q.unfinished, q.longest, q.retries,
 		buildInfo(version.Get()))

@@ -32,6 +32,9 @@ const (
 	// OutsideFence is a selected resource the syncer does not write at the edge while it writes
 	// through an executor (--executor): no fence can hold it.
 	OutsideFence Kind = "OutsideFence"
+	// TooManyObjects is a selected resource with more objects upstream than the syncer holds
+	// (--max-objects-per-resource): it is not synced, and the edge keeps what it has.
+	TooManyObjects Kind = "TooManyObjects"
 )
 
 // Kinds of warnings: nothing is broken, but the user likely meant something else. They show in the

@@ -58,6 +58,10 @@ type Config struct {
 	// MaxObjectBytes, when positive, is the largest upstream object the syncer holds and syncs: a
 	// larger one is held as its metadata only, not written, and said upstream (--max-object-bytes).
 	MaxObjectBytes int
+	// MaxObjectsPerResource, when positive, is how many objects of one upstream resource (in the
+	// namespaces selected) the syncer holds and syncs: past it the resource is held, not synced, and
+	// said upstream (--max-objects-per-resource). Not applied with an UpstreamSource.
+	MaxObjectsPerResource int
 	// MaxNamespaceInformers is how many namespaces a resource may be selected in and still be watched
 	// upstream namespace by namespace; past it, where the syncer may list and watch it cluster-wide
 	// (a SelfSubjectAccessReview says), one whole-cluster list and watch filtered to those namespaces.

@@ -136,7 +136,8 @@ func New(cfg Config) (*Syncer, error) {
 		s.up = informermanager.NewShared(Upstream, cfg.UpstreamSource, sideHandlers{s, false})
 	} else {
 		s.up = informermanager.New(Upstream, cfg.UpstreamDynamic, sideHandlers{s, false},
-			informermanager.Options{MaxNamespaces: cfg.MaxNamespaceInformers, ClusterWide: s.mayListClusterWide})
+			informermanager.Options{MaxNamespaces: cfg.MaxNamespaceInformers, ClusterWide: s.mayListClusterWide,
+				Overfull: func(schema.GroupVersionResource) { s.Resolve() }})
 	}
 	if cfg.DownstreamSource != nil {
 		s.down = informermanager.NewShared(Downstream, cfg.DownstreamSource, sideHandlers{s, true})
@@ -156,7 +157,10 @@ func New(cfg Config) (*Syncer, error) {
 		upClient: cfg.UpstreamDynamic, downClnt: cfg.DownstreamDynamic, ownedDown: cfg.DownstreamOwned, up: s.up, down: s.down,
 		ownerLabel: s.ownerLabel, fieldManager: cfg.FieldManager, publish: func(next *snapshot) { s.state.Store(next) },
 		maxNamespaces: s.maxNamespaces(), reviewClusterWide: s.reviewClusterWide, fenced: cfg.DownstreamWrites != nil,
-		maxObjectBytes: cfg.MaxObjectBytes,
+		maxObjectBytes: cfg.MaxObjectBytes, overfull: map[schema.GroupResource]overfullResource{},
+	}
+	if cfg.UpstreamSource == nil {
+		s.resolver.maxObjects = cfg.MaxObjectsPerResource // a Source's shared informers are not counted per workspace
 	}
 	if !cfg.Embedded {
 		cfg.Metrics.SetObjectCounter(s.countObjects)
@@ -367,6 +371,9 @@ func (s *Syncer) resolveOnce(ctx context.Context, _ string) (time.Duration, erro
 // concern is enqueued, and conflicts and failures of what left it are forgotten.
 func (s *Syncer) afterResolve(ctx context.Context, old, next *snapshot) {
 	s.updateInformerGauges()
+	if !s.cfg.Embedded {
+		s.cfg.Metrics.ResourcesOverLimit.Set(float64(len(s.resolver.overfull)))
+	}
 	s.downsync.Prune()
 	s.status.Prune()
 	s.upsync.Prune()

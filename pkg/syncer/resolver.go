@@ -39,6 +39,7 @@ type informerSet interface {
 	Hold(desired map[schema.GroupVersionResource]informermanager.Spec)
 	Set(desired map[schema.GroupVersionResource]informermanager.Spec) []schema.GroupVersionResource
 	Cache(gvr schema.GroupVersionResource) (framework.Cache, bool)
+	Overfull() map[schema.GroupVersionResource]int64
 }
 
 // resolver turns the SyncerConfigs and both sides' discovery into a snapshot, and makes the informers
@@ -68,6 +69,10 @@ type resolver struct {
 	fenced bool
 	// maxObjectBytes is the upstream informers' Spec.MaxObjectBytes (Config.MaxObjectBytes).
 	maxObjectBytes int
+	// maxObjects is the upstream informers' Spec.MaxObjects (Config.MaxObjectsPerResource); overfull
+	// are the resources held for having more (holdOverfull).
+	maxObjects int
+	overfull   map[schema.GroupResource]overfullResource
 
 	scanned      bool   // leftovers scan done downstream
 	upScanned    bool   // upsync leftovers scan done upstream
@@ -109,11 +114,12 @@ func (r *resolver) resolve(ctx context.Context, old *snapshot) (*snapshot, error
 	if b, ok := up.index.Lookup(apiBindingsResource, ""); ok {
 		next.bindings = b.GVR
 	}
+	heldUpsync := r.holdOverfull(ctx, next)
 	next.problems = append(problems, next.problems...)
 	if next.leftovers, err = r.findLeftovers(ctx, old, down, next.resources); err != nil {
 		return nil, err
 	}
-	if next.upLeftovers, err = r.findUpsyncLeftovers(ctx, old, up, next.upsync); err != nil {
+	if next.upLeftovers, err = r.findUpsyncLeftovers(ctx, old, up, heldUpsync); err != nil {
 		return nil, err
 	}
 	// The informers the new snapshot changes stop counting as synced before it is published (a
@@ -122,6 +128,9 @@ func (r *resolver) resolve(ctx context.Context, old *snapshot) (*snapshot, error
 	upSpecs, downSpecs := informerSpecs(next, r.ownerLabel, r.fieldManager)
 	for gvr, spec := range upSpecs {
 		spec.MaxObjectBytes = r.maxObjectBytes // what a mailbox can make the syncer hold of one object
+		if spec.LabelSelector == "" {
+			spec.MaxObjects = r.maxObjects // and how many of a selected resource (not of upsync leftovers)
+		}
 		upSpecs[gvr] = spec
 	}
 	for gvr, spec := range upSpecs {

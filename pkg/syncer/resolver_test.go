@@ -70,9 +70,12 @@ func (d *fakeDiscovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav
 
 // fakeInformers records the informers asked for and serves caches a test fills.
 type fakeInformers struct {
-	specs  map[schema.GroupVersionResource]informermanager.Spec
-	caches fakeinformers.Informers
+	specs    map[schema.GroupVersionResource]informermanager.Spec
+	caches   fakeinformers.Informers
+	overfull map[schema.GroupVersionResource]int64
 }
+
+func (f *fakeInformers) Overfull() map[schema.GroupVersionResource]int64 { return f.overfull }
 
 func (f *fakeInformers) Hold(map[schema.GroupVersionResource]informermanager.Spec) {}
 

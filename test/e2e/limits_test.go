@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -56,4 +57,61 @@ func TestObjectSizeLimit(t *testing.T) {
 		f.waitFor(f.down, gvrConfigMaps, ns, name, dataEquals("k", "small again"))
 	}
 	objectsSynced("", false)
+}
+
+// TestObjectCountLimit: with --max-objects-per-resource=20, ConfigMaps over 20 in the selected
+// namespace are counted before they are listed and none is written, while the Secrets of the same
+// selection sync; SelectionValid names the resource. Down to 15 they sync at the next count (here
+// every --discovery-refresh-period of 2s); grown past 20 again, the resource is held: the edge keeps
+// what it has, and a change upstream is not written.
+func TestObjectCountLimit(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ns := f.namespace("app")
+	for i := range 25 {
+		f.create(f.up, gvrConfigMaps, configMap(ns, fmt.Sprintf("cm-%02d", i), map[string]interface{}{"k": "v1"}))
+	}
+	f.create(f.up, gvrSecrets, obj("v1", "Secret", ns, "control", map[string]interface{}{"stringData": map[string]interface{}{"k": "v"}}))
+	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps"), resource("", "v1", "secrets")))
+	f.startSyncer(f.ownConfigs(), withArgs("--max-objects-per-resource=20", "--discovery-refresh-period=2s", "--heartbeat-period=1s"))
+
+	selectionValid := func(status, want string) {
+		t.Helper()
+		f.waitFor(f.up, gvrSyncerConfig, "", f.name, func(o *unstructured.Unstructured) (bool, string) {
+			st, _, msg := conditionOf(o, "SelectionValid")
+			return st == status && strings.Contains(msg, want), st + ": " + msg
+		})
+	}
+	selectionValid("False", "objects of configmaps upstream in the namespaces selected, over the 20 the syncer holds of one resource (--max-objects-per-resource)")
+	f.waitFor(f.down, gvrSecrets, ns, "control", hasMark)
+	f.absentFor(f.down, ns, "cm-00", time.Second)
+
+	// Down to 15: counted again, listed and synced.
+	for i := 15; i < 25; i++ {
+		f.delete(f.up, gvrConfigMaps, ns, fmt.Sprintf("cm-%02d", i))
+	}
+	f.waitFor(f.down, gvrConfigMaps, ns, "cm-14", hasMark)
+	f.waitFor(f.down, gvrConfigMaps, ns, "cm-00", hasMark)
+	selectionValid("True", "")
+
+	// Past 20 again: held. The edge keeps its copies; a change upstream is not written.
+	for i := 15; i < 25; i++ {
+		f.create(f.up, gvrConfigMaps, configMap(ns, fmt.Sprintf("cm-%02d", i), map[string]interface{}{"k": "v1"}))
+	}
+	selectionValid("False", "over the 20 the syncer holds of one resource")
+	f.update(f.up, gvrConfigMaps, ns, "cm-00", func(o *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(o.Object, "v2", "data", "k")
+	})
+	f.update(f.up, gvrSecrets, ns, "control", func(o *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(o.Object, "dg==", "data", "k2")
+	})
+	f.waitFor(f.down, gvrSecrets, ns, "control", func(o *unstructured.Unstructured) (bool, string) {
+		v, _, _ := unstructured.NestedString(o.Object, "data", "k2")
+		return v == "dg==", "data.k2 = " + v
+	})
+	for i := range 15 {
+		if o, err := f.get(f.down, gvrConfigMaps, ns, fmt.Sprintf("cm-%02d", i)); err != nil || o.Object["data"].(map[string]interface{})["k"] != "v1" {
+			t.Errorf("held: the edge copy cm-%02d is %v (%v); want it kept as it was", i, o, err)
+		}
+	}
 }

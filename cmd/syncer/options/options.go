@@ -81,7 +81,9 @@ type Options struct {
 	DiscoveryRefreshPeriod   time.Duration
 	MaxNamespaceInformers    int
 	// MaxObjectBytes is --max-object-bytes, a quantity ("1536Ki"); ObjectBytesLimit is its value.
-	MaxObjectBytes         string
+	MaxObjectBytes string
+	// MaxObjectsPerResource is --max-objects-per-resource.
+	MaxObjectsPerResource  int
 	AuditPeriod            time.Duration
 	ConflictRecheckPeriod  time.Duration
 	EdgeWarnings           bool
@@ -153,6 +155,7 @@ func NewOptions() *Options {
 		DiscoveryRefreshPeriod:   5 * time.Minute,
 		MaxNamespaceInformers:    informermanager.DefaultMaxNamespaces,
 		MaxObjectBytes:           DefaultMaxObjectBytes,
+		MaxObjectsPerResource:    DefaultMaxObjectsPerResource,
 		AuditPeriod:              5 * time.Minute,
 		ConflictRecheckPeriod:    time.Minute,
 		EdgeWarnings:             true,
@@ -204,6 +207,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.DiscoveryRefreshPeriod, "discovery-refresh-period", o.DiscoveryRefreshPeriod, "How often discovery is re-read as a safety net for APIs that appear without a CRD; 0 disables it.")
 	fs.DurationVar(&o.AuditPeriod, "audit-period", o.AuditPeriod, "How often the syncer looks in its caches for objects it should have deleted and has not (an edge copy whose upstream object is gone, an upstream copy whose edge object is gone); one found twice in a row is logged, counted in kubestellar_syncer_orphans_found_total and processed again. 0 disables it.")
 	fs.StringVar(&o.MaxObjectBytes, "max-object-bytes", o.MaxObjectBytes, "The largest upstream object the syncer holds and syncs, as its JSON (a quantity: 1536Ki, 64Ki). A larger one is held as its metadata only, not written at the edge (which keeps the version it has) and said upstream: a Warning Event ObjectTooLarge, ObjectsSynced False. 0: no limit. The default is the largest object an etcd-backed apiserver stores by default.")
+	fs.IntVar(&o.MaxObjectsPerResource, "max-objects-per-resource", o.MaxObjectsPerResource, "How many objects of one upstream resource, in the namespaces selected, the syncer holds and syncs. Past it the resource is held: its informer stops, nothing of it is written at the edge (which keeps what it has), and SelectionValid says so (TooManyObjects) until the objects are that many or fewer again (counted at each config change and every --discovery-refresh-period). 0: no limit. Not applied with --apiexport-endpoint-slice.")
 	fs.IntVar(&o.MaxNamespaceInformers, "max-namespace-informers", o.MaxNamespaceInformers, "How many namespaces a resource may be selected in and still be listed and watched upstream one namespace at a time; past it, the syncer lists and watches it cluster-wide (keeping only those namespaces' objects) where it may, as a SelfSubjectAccessReview tells, and namespace by namespace otherwise.")
 	fs.DurationVar(&o.ConflictRecheckPeriod, "conflict-recheck-period", o.ConflictRecheckPeriod, "How often an object blocked by an object the syncer does not own (downstream, or upstream for upsync) is looked at again.")
 	fs.StringVar(&o.APIExportEndpointSlice, "apiexport-endpoint-slice", o.APIExportEndpointSlice, "Serve every kcp workspace bound to an APIExport, through its virtual workspace: the name of its APIExportEndpointSlice, in the workspace --upstream-kubeconfig points at. Each workspace's namespaces land at the edge in namespaces of their own (<namespace>-<10 hex digits>). Empty: one mailbox workspace, the one --upstream-kubeconfig points at.")
@@ -307,6 +311,9 @@ func (o *Options) Validate() error {
 			errs = append(errs, "--"+flag+" needs a namespace: namespace/name, or a name with $POD_NAMESPACE set")
 		}
 	}
+	if o.MaxObjectsPerResource < 0 {
+		errs = append(errs, fmt.Sprintf("--max-objects-per-resource %d: want a number of objects, or 0 for no limit", o.MaxObjectsPerResource))
+	}
 	if _, err := o.ObjectBytesLimit(); err != nil {
 		errs = append(errs, err.Error())
 	}
@@ -377,6 +384,10 @@ func (o *Options) validateLogs() []string {
 	}
 	return errs
 }
+
+// DefaultMaxObjectsPerResource is --max-objects-per-resource's default: the most objects the syncer's
+// memory was measured with (docs/performance.md), about 800 MB of them.
+const DefaultMaxObjectsPerResource = 100000
 
 // DefaultMaxObjectBytes is --max-object-bytes' default: etcd's default request limit.
 const DefaultMaxObjectBytes = "1536Ki"
