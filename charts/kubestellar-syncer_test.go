@@ -715,7 +715,8 @@ func syncerGenEdge() bootstrap.Edge {
 	own, executor := bootstrap.FencedRules(bootstrap.RBACBroad, nil)
 	return bootstrap.Edge{ID: fullname, Namespace: namespace, SyncTargetName: stName, SyncTargetUID: stUID, Image: "kubestellar-syncer:0.1.0",
 		Replicas: syncerGen.Replicas, QPS: syncerGen.QPS, Burst: syncerGen.Burst, Verbosity: syncerGen.Verbosity,
-		UpstreamServer: "https://mailbox.example.com:6443", UpstreamCA: []byte("CA"), UpstreamToken: "token", UpstreamContext: "default",
+		MaxObjectsPerResource: syncerGen.MaxObjectsPerResource,
+		UpstreamServer:        "https://mailbox.example.com:6443", UpstreamCA: []byte("CA"), UpstreamToken: "token", UpstreamContext: "default",
 		Rules: own, Fence: &bootstrap.Fence{ExecutorRules: executor, ProtectedNamespaces: bootstrap.DefaultProtectedNamespaces()}}
 }
 
@@ -729,6 +730,7 @@ func TestChartMatchesSyncerGen(t *testing.T) {
 	helmBin(t)
 	chosen := syncerGenEdge()
 	chosen.Image, chosen.Replicas, chosen.QPS, chosen.Burst, chosen.Verbosity = "registry.example.com/ks/syncer:v2.0.1", 3, 50.5, 99, 4
+	chosen.MaxObjectsPerResource = 0 // no limit
 	chosen.Rules, chosen.Fence.ExecutorRules = bootstrap.FencedRules(bootstrap.RBACLeast, nil)
 	chosen.Fence.ExecutorRules = append(chosen.Fence.ExecutorRules, bootstrap.EscalationRules()...)
 	chosen.Fence.ProtectedNamespaces, chosen.Fence.AllowWebhooks, chosen.Fence.AllowEscalation = []string{"kube-system", "payments"}, true, true

@@ -97,6 +97,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.QPS, "qps", o.QPS, "The syncer's --upstream-qps: its client-side limit to the upstream (the edge has none by default).")
 	fs.IntVar(&o.Burst, "burst", o.Burst, "The syncer's --upstream-burst, to the upstream.")
 	fs.IntVar(&o.Verbosity, "syncer-verbosity", o.Verbosity, "The syncer's -v.")
+	fs.IntVar(&o.MaxObjectsPerResource, "max-objects-per-resource", o.MaxObjectsPerResource, "The syncer's --max-objects-per-resource: how many objects of one resource upstream it holds and syncs; past it that resource is held, not synced, and said upstream (SelectionValid). 0: no limit. Default: twice --expected-objects (at least 1000), so that a mailbox that makes more holds that resource up rather than makes the syncer run out of memory.")
 	fs.StringVar(&o.APIExportEndpointSlice, "apiexport-endpoint-slice", "", "Make a syncer that serves every kcp workspace bound to an APIExport (the syncer's --apiexport-endpoint-slice): the name of the APIExportEndpointSlice in the provider workspace, which --kubeconfig then points at. The identity may read that slice and the export's content, and nothing else there; the SyncerConfigs are the bound workspaces' own.")
 	fs.StringVar(&o.SyncerConfigSelector, "syncer-config-selector", "", "The syncer's --syncer-config-selector: a label selector of the SyncerConfigs (and EdgeSyncConfigs) it reads, for several syncers sharing one upstream; --rbac=least grants only what those need. Empty: all of them.")
 	fs.StringVar(&o.resources.RequestsCPU, "requests-cpu", o.resources.RequestsCPU, "CPU the syncer container requests; empty: no request.")
@@ -171,8 +172,8 @@ func (o *options) command(name string, stdout, stderr io.Writer) *cobra.Command 
 	return cmd
 }
 
-// complete derives the memory request and limit from --expected-objects, each unless its own flag
-// was given.
+// complete derives the memory request and limit, and the syncer's object limit, from
+// --expected-objects, each unless its own flag was given.
 func (o *options) complete(fs *pflag.FlagSet) error {
 	if o.expectedObjects < 0 {
 		return fmt.Errorf("--expected-objects must not be negative (see --help)")
@@ -194,6 +195,12 @@ func (o *options) complete(fs *pflag.FlagSet) error {
 				return fmt.Errorf("--%s needs --fence (see --help)", name)
 			}
 		}
+	}
+	if o.MaxObjectsPerResource < 0 {
+		return fmt.Errorf("--max-objects-per-resource must not be negative (see --help)")
+	}
+	if !fs.Changed("max-objects-per-resource") {
+		o.MaxObjectsPerResource = bootstrap.MaxObjectsFor(o.expectedObjects)
 	}
 	derived := bootstrap.ResourcesFor(o.expectedObjects)
 	if !fs.Changed("requests-memory") {

@@ -68,7 +68,7 @@ func (o *options) registerCompletions(cmd *cobra.Command) {
 	must(cmd.RegisterFlagCompletionFunc("cluster", o.completeKubeconfig(func(c kubeconfigNames) []string { return c.clusters })))
 	must(cmd.RegisterFlagCompletionFunc("user", o.completeKubeconfig(func(c kubeconfigNames) []string { return c.users })))
 	for _, name := range []string{"syncer-image", "upstream-namespace", "kcp-namespace", "namespace", "replicas", "qps", "burst", "syncer-verbosity",
-		"expected-objects", "requests-cpu", "requests-memory", "limits-cpu", "limits-memory", "lifetime", "server", "token", "as", "as-group", "as-uid",
+		"expected-objects", "max-objects-per-resource", "requests-cpu", "requests-memory", "limits-cpu", "limits-memory", "lifetime", "server", "token", "as", "as-group", "as-uid",
 		"as-user-extra", "tls-server-name", "request-timeout", "apiexport-endpoint-slice"} {
 		must(cmd.RegisterFlagCompletionFunc(name, cobra.NoFileCompletions))
 	}

@@ -45,7 +45,8 @@ const DefaultLifetime = 30 * 24 * time.Hour
 // DefaultOptions are the plugin's defaults (its flags' defaults; the Helm chart's values match them).
 func DefaultOptions() Options {
 	return Options{UpstreamNamespace: "default", Replicas: 1, QPS: 500, Burst: 1000, Verbosity: 2,
-		Lifetime: DefaultLifetime, RBAC: RBACBroad, Fence: true, ProtectedNamespaces: DefaultProtectedNamespaces()}
+		Lifetime: DefaultLifetime, RBAC: RBACBroad, Fence: true, ProtectedNamespaces: DefaultProtectedNamespaces(),
+		MaxObjectsPerResource: MaxObjectsFor(DefaultExpectedObjects)}
 }
 
 // Options are the plugin's choices.
@@ -61,6 +62,8 @@ type Options struct {
 	QPS           float32
 	Burst         int
 	Verbosity     int
+	// MaxObjectsPerResource is the syncer's --max-objects-per-resource (0: no limit).
+	MaxObjectsPerResource int
 	// Lifetime is how long each upstream token lives: the first, which syncer-gen mints, and each the
 	// syncer renews when half of it has gone.
 	Lifetime time.Duration
@@ -255,7 +258,8 @@ func run(ctx context.Context, up upstream, opts Options, out io.Writer) (*Result
 	}
 	edge := Edge{ID: id, Namespace: edgeNS, SyncTargetName: opts.Name, SyncTargetUID: string(sa.UID), Image: opts.Image,
 		Replicas: opts.Replicas, QPS: opts.QPS, Burst: opts.Burst, Verbosity: opts.Verbosity, SyncerConfigSelector: opts.SyncerConfigSelector,
-		Resources: &resources, UpstreamServer: up.host, UpstreamCA: up.ca, UpstreamToken: token, UpstreamContext: ns,
+		MaxObjectsPerResource: opts.MaxObjectsPerResource,
+		Resources:             &resources, UpstreamServer: up.host, UpstreamCA: up.ca, UpstreamToken: token, UpstreamContext: ns,
 		SignaturePolicy: opts.SignaturePolicy, SignatureKeys: opts.SignatureKeys, APIExportEndpointSlice: opts.APIExportEndpointSlice}
 	edge.Rules, edge.Fence = opts.edgeRules(configs)
 	manifest, err := edge.Manifest()

@@ -42,13 +42,14 @@ func (e Edge) HelmValues() ([]byte, error) {
 		return out
 	}
 	values := map[string]interface{}{
-		"syncTarget": map[string]interface{}{"name": e.SyncTargetName, "uid": e.SyncTargetUID},
-		"upstream":   map[string]interface{}{"kubeconfig": string(kubeconfig)},
-		"image":      map[string]interface{}{"repository": repository, "tag": tag},
-		"replicas":   e.Replicas,
-		"qps":        e.QPS,
-		"burst":      e.Burst,
-		"verbosity":  e.Verbosity,
+		"syncTarget":            map[string]interface{}{"name": e.SyncTargetName, "uid": e.SyncTargetUID},
+		"upstream":              map[string]interface{}{"kubeconfig": string(kubeconfig)},
+		"image":                 map[string]interface{}{"repository": repository, "tag": tag},
+		"replicas":              e.Replicas,
+		"qps":                   e.QPS,
+		"burst":                 e.Burst,
+		"verbosity":             e.Verbosity,
+		"maxObjectsPerResource": e.MaxObjectsPerResource,
 		"resources": map[string]interface{}{
 			"requests": resources(res.Requests, defaults.Requests),
 			"limits":   resources(res.Limits, defaults.Limits),

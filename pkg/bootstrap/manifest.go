@@ -42,6 +42,8 @@ type Edge struct {
 	QPS            float32
 	Burst          int
 	Verbosity      int
+	// MaxObjectsPerResource is the syncer's --max-objects-per-resource (0: no limit).
+	MaxObjectsPerResource int
 	// SyncerConfigSelector is the syncer's --syncer-config-selector; empty: every config.
 	SyncerConfigSelector string
 	Rules                []rbacv1.PolicyRule
@@ -102,6 +104,7 @@ func (e Edge) SyncerArgs() []string {
 		"--leader-elect",
 		"--upstream-token-secret="+e.ID+UpstreamTokenSuffix,
 		"-v="+strconv.Itoa(e.Verbosity),
+		"--max-objects-per-resource="+strconv.Itoa(e.MaxObjectsPerResource),
 	)
 	if e.Fence != nil {
 		args = append(args, "--executor="+e.ID+ExecutorSuffix)

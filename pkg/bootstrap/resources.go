@@ -65,6 +65,12 @@ func ResourcesFor(objects int) Resources {
 		LimitsCPU: DefaultLimitsCPU, LimitsMemory: limit.String()}
 }
 
+// MaxObjectsFor is the syncer's --max-objects-per-resource for a syncer expected to hold objects
+// synced objects: as many as MemoryFor's limit has room for, twice that many, at least 1,000. A
+// mailbox that makes more objects of one resource then holds that resource up rather than restarts
+// the syncer.
+func MaxObjectsFor(objects int) int { return max(2*objects, 1000) }
+
 // DefaultResources are syncer-gen's defaults: those for DefaultExpectedObjects.
 func DefaultResources() Resources { return ResourcesFor(DefaultExpectedObjects) }
 

@@ -42,6 +42,9 @@ type Resource struct {
 	// Rename, when a conversion applies, renames objects between the sides: keys name the upstream
 	// object, the downstream one may have another group, kind or name.
 	Rename *mapping.Rename
+	// Held, for a leftover, tells that its resource is selected but held (too many objects
+	// upstream): its objects are kept, never deleted.
+	Held bool
 }
 
 // KeyGVR is the GVR of the resource's queue keys: the upstream version when selected, so that events

@@ -93,9 +93,10 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 		}
 		return c.apply(ctx, key, r, upObj, downObj)
 	}
-	if r.Upstream.Empty() && downObj != nil && c.cfg.Selection.Mentions(gr, downObj.GetKind()) {
-		// Selected, but the API is not served upstream right now: hold, never delete on a guess.
-		logger.V(logging.Skip).Info("Holding: resource selected but not served upstream")
+	if r.Upstream.Empty() && downObj != nil && (r.Held || c.cfg.Selection.Mentions(gr, downObj.GetKind())) {
+		// Selected, but the API is not served upstream right now, or held for having too many
+		// objects there: hold, never delete on a guess.
+		logger.V(logging.Skip).Info("Holding: resource selected but not served upstream, or held")
 		return 0, nil
 	}
 	c.takenAgain(key)

@@ -3,6 +3,7 @@ package informermanager
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
@@ -35,7 +36,7 @@ type informer struct {
 	listeners map[*listener]bool
 	synced    bool
 	stopped   bool
-	count     int // objects stored
+	count     atomic.Int64 // objects stored; changed with mu held, read without (Len)
 }
 
 // informerConfig is what newInformer needs.
@@ -99,7 +100,7 @@ func (i *informer) Update(obj interface{}) error {
 	case exists:
 		i.tell(notification{kind: updated, old: old, obj: obj})
 	default:
-		i.count++
+		i.count.Add(1)
 		i.tell(notification{kind: added, obj: obj})
 	}
 	i.mu.Unlock()
@@ -123,7 +124,7 @@ func (i *informer) Delete(obj interface{}) error {
 	if err := i.indexer.Delete(old); err != nil {
 		return err
 	}
-	i.count--
+	i.count.Add(-1)
 	i.tell(notification{kind: deleted, obj: old})
 	return nil
 }
@@ -173,7 +174,7 @@ func (i *informer) Replace(list []interface{}, resourceVersion string) error {
 		i.tell(n)
 	}
 	i.synced = true
-	i.count = len(news)
+	i.count.Store(int64(len(news)))
 	i.mu.Unlock()
 	i.health.replaced()
 	if i.onGrown != nil {
@@ -230,11 +231,7 @@ func (i *informer) List(namespace string) []interface{} {
 }
 
 // Len is how many objects the store holds.
-func (i *informer) Len() int {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	return i.count
-}
+func (i *informer) Len() int64 { return i.count.Load() }
 
 // Keys are the store keys of every object, or of those of one namespace.
 func (i *informer) Keys(namespace string) []string {

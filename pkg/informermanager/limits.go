@@ -10,19 +10,51 @@ import (
 	"github.com/kubestellar/syncer/pkg/logging"
 )
 
+// Overflow is a resource found holding more objects than its Spec.MaxObjects.
+type Overflow struct {
+	// Count is the count found: the cache's, or, before a namespace's (or the cluster's) first list,
+	// the apiserver's count of it added to what the resource's other namespaces hold.
+	Count int64
+	// Namespaces is the Spec's namespace scope the count is of ("": cluster-wide).
+	Namespaces string
+}
+
 // precount counts a part's objects before its first list, and tells whether to list them: not when
-// the apiserver says there are more than max (the resource is then overfull). A count the apiserver
-// does not give, or that fails, lets the list go ahead: the cache's own count (checkSize) still holds.
+// they and what the resource's other parts hold are more than max (the resource is then overfull). A
+// count the apiserver does not give, or that fails, lets the list go ahead: the cache's own count
+// (checkSize) still holds. A part not listed is never handed over to another entry.
 func (m *Manager) precount(ctx context.Context, gvr schema.GroupVersionResource, p *part, l framework.ObjectLister, max int) bool {
 	n, known, err := framework.CountObjects(ctx, l)
-	if err != nil || !known || n <= int64(max) {
+	if err != nil || !known {
 		if err != nil && ctx.Err() == nil {
 			klog.FromContext(ctx).V(logging.Detail).Info("Could not count the objects before listing them; listing", "gvr", gvr.String(), "namespace", p.namespace, "err", err)
 		}
 		return true
 	}
-	m.overfull(gvr, p, n)
+	m.mu.Lock()
+	others := m.heldBy(gvr, p)
+	m.mu.Unlock()
+	if n+others <= int64(max) {
+		return true
+	}
+	klog.FromContext(ctx).V(logging.Change).Info("Not listing: more objects than the syncer holds of one resource", "gvr", gvr.String(),
+		"namespace", p.namespace, "objects", n, "elsewhere", others, "limit", max)
+	p.unlisted.Store(true)
+	m.overfull(gvr, p, n+others)
 	return false
+}
+
+// heldBy is how many objects the parts of gvr's entry other than p hold; m.mu is held.
+func (m *Manager) heldBy(gvr schema.GroupVersionResource, p *part) int64 {
+	var n int64
+	if e, ok := m.informers[gvr]; ok {
+		for _, q := range e.parts {
+			if q != p {
+				n += q.informer.Len()
+			}
+		}
+	}
+	return n
 }
 
 // checkSize marks the entry of a part overfull once its parts hold more than its Spec.MaxObjects.
@@ -33,23 +65,41 @@ func (m *Manager) checkSize(gvr schema.GroupVersionResource, p *part) {
 		m.mu.Unlock()
 		return
 	}
-	total := 0
-	for _, q := range e.parts {
-		total += q.informer.Len()
-	}
+	total := m.heldBy(gvr, nil)
 	m.mu.Unlock()
-	if total > e.spec.MaxObjects {
-		m.overfull(gvr, p, int64(total))
+	if total > int64(e.spec.MaxObjects) {
+		m.overfull(gvr, p, total)
+	}
+}
+
+// checkStarted checks the size of the entries Set started with a limit: one that took over the
+// parts of the entry it replaced may be over it already.
+func (m *Manager) checkStarted(started []schema.GroupVersionResource) {
+	for _, gvr := range started {
+		var p *part
+		m.mu.Lock()
+		if e, ok := m.informers[gvr]; ok && e.spec.MaxObjects > 0 {
+			for _, q := range e.parts {
+				p = q
+				break
+			}
+		}
+		m.mu.Unlock()
+		if p != nil {
+			m.checkSize(gvr, p)
+		}
 	}
 }
 
 // overfull marks the entry of a part overfull with n objects, and says so once (Options.Overfull).
+// The entry's cache is unseen from then on (as Hold makes it), so that nothing is synced from it
+// while the resolve it asks for takes the resource out.
 func (m *Manager) overfull(gvr schema.GroupVersionResource, p *part, n int64) {
 	m.mu.Lock()
 	e, ok := m.informers[gvr]
 	first := ok && e.parts[p.namespace] == p && e.overfull == 0
 	if first {
-		e.overfull = n
+		e.overfull, e.held = n, true
 	}
 	m.mu.Unlock()
 	if first && m.opts.Overfull != nil {
@@ -57,15 +107,14 @@ func (m *Manager) overfull(gvr schema.GroupVersionResource, p *part, n int64) {
 	}
 }
 
-// Overfull are the resources found holding more objects than their Spec.MaxObjects, with the count
-// found: the whole cache's, or one namespace's (or the cluster's) counted before its list.
-func (m *Manager) Overfull() map[schema.GroupVersionResource]int64 {
+// Overfull are the resources found holding more objects than their Spec.MaxObjects.
+func (m *Manager) Overfull() map[schema.GroupVersionResource]Overflow {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := map[schema.GroupVersionResource]int64{}
+	out := map[schema.GroupVersionResource]Overflow{}
 	for gvr, e := range m.informers {
 		if e.overfull > 0 {
-			out[gvr] = e.overfull
+			out[gvr] = Overflow{Count: e.overfull, Namespaces: e.spec.Namespaces}
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package informermanager
 
 import (
+	"slices"
 	"sync"
 	"testing"
 
@@ -47,9 +48,15 @@ func TestOverfullAsTheCacheGrows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the cache to grow", func() bool { c, _ := m.Cache(cms); return len(c.List("")) == 5 })
-	if got := m.Overfull()[cms]; got != 4 {
-		t.Errorf("overfull with %d objects, want 4 (the count that passed the limit)", got)
+	waitFor(t, "overfull", func() bool { return calls.count() > 0 })
+	if got := m.Overfull()[cms]; got != (Overflow{Count: 4, Namespaces: "a,b"}) {
+		t.Errorf("overfull %+v, want 4 objects (the count that passed the limit) in a,b", got)
+	}
+	if _, ok := m.Cache(cms); ok {
+		t.Error("the cache of an overfull resource is seen")
+	}
+	if running, synced := m.Counts(); running != 1 || synced != 0 {
+		t.Errorf("%d informers running, %d synced; want the overfull one running and not synced", running, synced)
 	}
 	if n := calls.count(); n != 1 {
 		t.Errorf("told %d times, want once", n)
@@ -80,14 +87,14 @@ func TestOverfullCountedBeforeListing(t *testing.T) {
 	m, _, _ := running(t, client, Options{Overfull: calls.tell})
 	m.Set(map[schema.GroupVersionResource]Spec{cms: {MaxObjects: 3}})
 	waitFor(t, "the count", func() bool { return calls.count() == 1 })
-	if got := m.Overfull()[cms]; got != 10 {
-		t.Errorf("overfull with %d objects, want 10", got)
+	if got := m.Overfull()[cms]; got.Count != 10 {
+		t.Errorf("overfull with %d objects, want 10", got.Count)
 	}
 	mu.Lock()
 	n := lists
 	mu.Unlock()
-	if c, _ := m.Cache(cms); n != 1 || c.Synced("") {
-		t.Errorf("listed %d times (the count among them), synced %v; want the count only", n, c.Synced(""))
+	if _, seen := m.Cache(cms); n != 1 || seen {
+		t.Errorf("listed %d times (the count among them), cache seen %v; want the count only, unseen", n, seen)
 	}
 
 	// Under the limit, or with no count from the apiserver, the list goes ahead.
@@ -95,6 +102,34 @@ func TestOverfullCountedBeforeListing(t *testing.T) {
 	waitFor(t, "sync", func() bool { _, ok := synced(m, cms); return ok })
 	if len(m.Overfull()) != 0 {
 		t.Errorf("overfull at the limit: %v", m.Overfull())
+	}
+}
+
+// TestOverfullCountedAcrossNamespaces: a namespace counted before its first list is over the limit
+// with what the resource's other namespaces hold; the part that did not list is not handed over when
+// the scope changes, so the namespace is counted again.
+func TestOverfullCountedAcrossNamespaces(t *testing.T) {
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(), map[schema.GroupVersionResource]string{cms: "ConfigMapList"},
+		cm("a", "1"), cm("a", "2"), cm("b", "3"), cm("b", "4"))
+	calls := &overfullCalls{}
+	m, _, _ := running(t, client, Options{Overfull: calls.tell, ListingNamespaces: 1})
+	m.Set(map[schema.GroupVersionResource]Spec{cms: {Namespaces: "a", MaxObjects: 3}})
+	waitFor(t, "sync of a", func() bool { _, ok := synced(m, cms); return ok })
+	m.Set(map[schema.GroupVersionResource]Spec{cms: {Namespaces: "a,b", MaxObjects: 3}})
+	waitFor(t, "the count of b", func() bool { return calls.count() == 1 })
+	if got := m.Overfull()[cms]; got.Count != 4 {
+		t.Errorf("overfull with %d objects, want 4 (2 in b counted, 2 held in a)", got.Count)
+	}
+	inB := func() int {
+		return len(slices.DeleteFunc(lists(client, "list", cms), func(ns string) bool { return ns != "b" }))
+	}
+	if n := inB(); n != 1 {
+		t.Errorf("b listed %d times; want once, the count", n)
+	}
+	m.Set(map[schema.GroupVersionResource]Spec{cms: {Namespaces: "a,b,c", MaxObjects: 3}})
+	waitFor(t, "b counted again", func() bool { return calls.count() == 2 })
+	if n := inB(); n != 2 {
+		t.Errorf("b listed %d times; want twice, both counts", n)
 	}
 }
 

@@ -16,7 +16,6 @@ import (
 
 	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/logging"
-	"github.com/kubestellar/syncer/pkg/problem"
 )
 
 // Spec says how to watch one resource. It is comparable: a changed Spec is a changed informer.
@@ -227,6 +226,7 @@ func (m *Manager) Set(desired map[schema.GroupVersionResource]Spec) []schema.Gro
 	for _, e := range stopped {
 		e.stop()
 	}
+	m.checkStarted(started)
 	return started
 }
 
@@ -302,6 +302,9 @@ func (e *entry) handOver(namespace, labelSelector string) *part {
 		return nil
 	}
 	p := e.owned[namespace]
+	if p != nil && p.unlisted.Load() {
+		return nil // it never listed: the new entry's part counts again
+	}
 	delete(e.owned, namespace)
 	return p
 }
@@ -434,72 +437,6 @@ func (m *Manager) Hold(desired map[schema.GroupVersionResource]Spec) {
 			e.held = true
 		}
 	}
-}
-
-// Problems are the informers whose list or watch the apiserver refuses now (forbidden,
-// unauthorized, not found): the syncer cannot see those objects, whatever else works.
-func (m *Manager) Problems() []problem.Problem {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []problem.Problem
-	for gvr, e := range m.informers {
-		if err := e.deniedNow(); err != nil {
-			out = append(out, problem.Problem{Kind: problem.AccessDenied, Resource: gvr.GroupResource(),
-				Reason: fmt.Sprintf("cannot list and watch %s %s (%s): %v", m.side, gvr.GroupResource(), gvr.Version, err)})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Resource.String() < out[j].Resource.String() })
-	return out
-}
-
-// Reconnecting counts the running informers whose list or watch dropped with an error and is not
-// established again yet: their caches may be behind.
-func (m *Manager) Reconnecting() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	n := 0
-	for _, e := range m.informers {
-		if e.isBroken() {
-			n++
-		}
-	}
-	return n
-}
-
-func (e *entry) isBroken() bool {
-	if e.shared != nil {
-		return e.shared.Broken()
-	}
-	for _, p := range e.parts {
-		if p.health.Broken() {
-			return true
-		}
-	}
-	return false
-}
-
-// Counts are the running informers (one per resource) and those synced.
-func (m *Manager) Counts() (running, synced int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, e := range m.informers {
-		running++
-		if !e.held && e.cache.Synced("") {
-			synced++
-		}
-	}
-	return running, synced
-}
-
-// Running lists the resources with a running informer.
-func (m *Manager) Running() []schema.GroupVersionResource {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]schema.GroupVersionResource, 0, len(m.informers))
-	for gvr := range m.informers {
-		out = append(out, gvr)
-	}
-	return out
 }
 
 // syncPollPeriod is how often a share of a Source's informer is checked for having synced.

@@ -3,6 +3,7 @@ package informermanager
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,6 +27,8 @@ type part struct {
 	// precount, when set, counts the objects before the first list, and tells whether to list them
 	// (Spec.MaxObjects).
 	precount func(ctx context.Context) bool
+	// unlisted: precount kept the part from listing; it is not handed over (handOver).
+	unlisted atomic.Bool
 }
 
 // inNamespaces accepts the objects of the given namespaces.

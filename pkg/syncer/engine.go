@@ -157,7 +157,7 @@ func New(cfg Config) (*Syncer, error) {
 		upClient: cfg.UpstreamDynamic, downClnt: cfg.DownstreamDynamic, ownedDown: cfg.DownstreamOwned, up: s.up, down: s.down,
 		ownerLabel: s.ownerLabel, fieldManager: cfg.FieldManager, publish: func(next *snapshot) { s.state.Store(next) },
 		maxNamespaces: s.maxNamespaces(), reviewClusterWide: s.reviewClusterWide, fenced: cfg.DownstreamWrites != nil,
-		maxObjectBytes: cfg.MaxObjectBytes, overfull: map[schema.GroupResource]overfullResource{},
+		maxObjectBytes: cfg.MaxObjectBytes, overfull: map[schema.GroupResource]informermanager.Overflow{},
 	}
 	if cfg.UpstreamSource == nil {
 		s.resolver.maxObjects = cfg.MaxObjectsPerResource // a Source's shared informers are not counted per workspace

@@ -43,7 +43,7 @@ func (r *resolver) findUpsyncLeftovers(ctx context.Context, old *snapshot, up si
 	carried := map[schema.GroupResource]schema.GroupVersionResource{}
 	maps.Copy(carried, old.upLeftovers)
 	selectedUp := map[schema.GroupResource]bool{}
-	for _, res := range old.upsync {
+	for _, res := range old.owningUpstream() {
 		carried[res.Upstream.GVR.GroupResource()] = res.Upstream.GVR
 	}
 	for _, res := range selected {

@@ -3,7 +3,6 @@ package syncer
 import (
 	"context"
 	"fmt"
-	"maps"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -15,43 +14,39 @@ import (
 	"github.com/kubestellar/syncer/pkg/selection"
 )
 
-// overfullResource is a selected upstream resource held for having more objects than the syncer
-// holds (resolver.maxObjects), with the count last found.
-type overfullResource struct {
-	count      int64
-	namespaced bool // counted in the selected namespaces
-}
-
-// holdOverfull takes out of next the selected resources with more objects upstream than maxObjects:
-// those the upstream informers found overfull since the last resolve, and those held before that a new
-// count does not find back under the limit. Their informers stop, and their memory goes with them.
-// What they wrote stays: the edge copies are held as for a resource not served upstream (never
-// deleted), upsynced copies are not left over, and a problem says why. A held resource is counted
-// again at each resolve (a config or API change, or every --discovery-refresh-period), one object
-// listed per namespace selected. It returns the upsync resources that own upstream copies: those
-// of next and the held ones.
-func (r *resolver) holdOverfull(ctx context.Context, next *snapshot) map[schema.GroupResource]*selection.Resource {
+// holdOverfull takes out of next the selected resources with more objects upstream than maxObjects
+// (r.overfull, by upstream GroupResource): those the upstream informers found overfull since the last
+// resolve, and those held before that a new count does not find back under the limit. Their
+// informers stop, and their memory goes with them. What they wrote stays: their edge copies are
+// held (next.heldDown: leftovers downsync keeps), their upsync resources kept as owning their
+// upstream copies (next.heldUpsync), and a problem says why. A held resource is counted again at
+// each resolve (a config or API change, or every --discovery-refresh-period), in the scope its
+// informer had, one object listed per namespace.
+func (r *resolver) holdOverfull(ctx context.Context, next *snapshot) {
+	next.heldDown, next.heldUpsync = map[schema.GroupResource]bool{}, map[schema.GroupResource]*selection.Resource{}
 	if r.maxObjects <= 0 {
-		return next.upsync
+		return
 	}
 	logger := klog.FromContext(ctx)
 	found := r.up.Overfull()
-	for gvr, n := range found {
-		r.overfull[gvr.GroupResource()] = overfullResource{count: n}
+	for gvr, o := range found {
+		r.overfull[gvr.GroupResource()] = o
 	}
-	owning := maps.Clone(next.upsync)
-	for gr := range r.overfull {
-		res, scope := next.resources[gr], ""
-		if res != nil && next.upsync[gr] == nil {
-			scope = upstreamScope(next.selection, res)
-		} else if res = next.upsync[gr]; res == nil {
+	for gr, held := range r.overfull {
+		down, upsync := next.resources[gr], upsyncOf(next.upsync, gr)
+		if down == nil && len(upsync) == 0 {
 			delete(r.overfull, gr) // no longer selected
 			continue
 		}
-		if n, fresh := found[res.Upstream.GVR]; fresh {
-			r.overfull[gr] = overfullResource{count: n, namespaced: scope != ""}
-		} else {
-			n, known, err := countUpstream(ctx, r.upClient, res.Upstream.GVR, scope)
+		var gvr schema.GroupVersionResource
+		for _, res := range upsync {
+			gvr = res.Upstream.GVR
+		}
+		if down != nil {
+			gvr = down.Upstream.GVR
+		}
+		if _, fresh := found[gvr]; !fresh {
+			n, known, err := countUpstream(ctx, r.upClient, gvr, held.Namespaces)
 			switch {
 			case err != nil:
 				logger.Error(err, "Cannot count the objects of a resource held for having too many; holding it", "resource", gr.String())
@@ -60,26 +55,43 @@ func (r *resolver) holdOverfull(ctx context.Context, next *snapshot) map[schema.
 				delete(r.overfull, gr)
 				continue
 			default:
-				r.overfull[gr] = overfullResource{count: n, namespaced: scope != ""}
+				held.Count = n
+				r.overfull[gr] = held
 			}
 		}
-		delete(next.resources, gr)
-		delete(next.upsync, gr)
-		next.problems = append(next.problems, problem.Problem{Kind: problem.TooManyObjects, Resource: gr, Reason: r.overfullReason(gr, r.overfull[gr])})
+		if delete(next.resources, gr); down != nil && down.ServedDownstream() {
+			next.heldDown[down.Downstream.GVR.GroupResource()] = true
+		}
+		for key, res := range upsync {
+			delete(next.upsync, key)
+			next.heldUpsync[key] = res
+		}
+		next.problems = append(next.problems, problem.Problem{Kind: problem.TooManyObjects, Resource: gr, Reason: r.overfullReason(gr, held)})
 	}
 	next.indexRenamed()
-	return owning
+}
+
+// upsyncOf are the upsync resources (keyed as upsync is, by their edge GroupResource) read from the
+// upstream GroupResource gr.
+func upsyncOf(upsync map[schema.GroupResource]*selection.Resource, gr schema.GroupResource) map[schema.GroupResource]*selection.Resource {
+	out := map[schema.GroupResource]*selection.Resource{}
+	for key, res := range upsync {
+		if res.Upstream.GVR.GroupResource() == gr {
+			out[key] = res
+		}
+	}
+	return out
 }
 
 // overfullReason says what holding an overfull resource means.
-func (r *resolver) overfullReason(gr schema.GroupResource, o overfullResource) string {
+func (r *resolver) overfullReason(gr schema.GroupResource, o informermanager.Overflow) string {
 	where := "upstream"
-	if o.namespaced {
+	if o.Namespaces != "" {
 		where = "upstream in the namespaces selected"
 	}
 	return fmt.Sprintf("%d or more objects of %s %s, over the %d the syncer holds of one resource (--max-objects-per-resource): "+
 		"they are not synced and the edge keeps what it has, until they are %d or fewer (counted again at each config change and every --discovery-refresh-period)",
-		o.count, gr, where, r.maxObjects, r.maxObjects)
+		o.Count, gr, where, r.maxObjects, r.maxObjects)
 }
 
 // countUpstream counts the objects of gvr upstream, in the namespaces of scope (all of them when

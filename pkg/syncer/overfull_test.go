@@ -9,7 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/problem"
+	"github.com/kubestellar/syncer/pkg/selection"
 )
 
 // TestResolverHoldsOverfullResources: a resource the upstream informers find with more objects than
@@ -18,7 +20,7 @@ import (
 // later resolve keeps it held while it is over the limit, and brings it back once it is not.
 func TestResolverHoldsOverfullResources(t *testing.T) {
 	b := newBed()
-	b.r.maxObjects, b.r.overfull = 2, map[schema.GroupResource]overfullResource{}
+	b.r.maxObjects, b.r.overfull = 2, map[schema.GroupResource]informermanager.Overflow{}
 	upsync := map[string]interface{}{"apiGroup": "", "resources": []interface{}{"secrets"}, "namespaces": []interface{}{"edge"}, "names": []interface{}{"*"}}
 	spec := namespaceScope([]interface{}{"demo"}, "configmaps")
 	spec["upsync"] = []interface{}{upsync}
@@ -37,7 +39,7 @@ func TestResolverHoldsOverfullResources(t *testing.T) {
 	}
 
 	// Found overfull by the informers: held without a count of its own.
-	b.up.overfull = map[schema.GroupVersionResource]int64{cmGVR: 7, secretGVR: 9}
+	b.up.overfull = map[schema.GroupVersionResource]informermanager.Overflow{cmGVR: {Count: 7, Namespaces: "demo"}, secretGVR: {Count: 9}}
 	s = b.resolve(t)
 	held := func(gr schema.GroupResource, want string) {
 		t.Helper()
@@ -58,6 +60,9 @@ func TestResolverHoldsOverfullResources(t *testing.T) {
 	}
 	if s.leftovers[cmGVR.GroupResource()] != cmGVR || b.down.specs[cmGVR] != ownedLabel {
 		t.Errorf("the edge copies of a held resource are not watched: leftovers %v, edge informers %v", s.leftovers, b.down.specs)
+	}
+	if r, _ := s.downsyncResource(cmGVR.GroupResource()); !r.Held || !r.Upstream.Empty() {
+		t.Errorf("downsync sees a held resource as %+v; want a held leftover", r)
 	}
 	if len(s.upLeftovers) != 0 {
 		t.Errorf("the upsynced copies of a held resource are left over: %v", s.upLeftovers)
@@ -81,5 +86,35 @@ func TestResolverHoldsOverfullResources(t *testing.T) {
 		if p.Kind == problem.TooManyObjects {
 			t.Errorf("problem left: %s", p)
 		}
+	}
+}
+
+// TestHoldOverfullRenamed: a resource renamed between the sides (a conversion) is held by its
+// upstream name: out of the downsync and upsync selections (upsync keyed by its edge name), its
+// edge copies held under their edge name.
+func TestHoldOverfullRenamed(t *testing.T) {
+	up := schema.GroupVersionResource{Group: "denatured.example.com", Version: "v1", Resource: "configmaps"}
+	served := func(up, down schema.GroupVersionResource) *selection.Resource {
+		return &selection.Resource{Upstream: selection.APIResource{GVR: up}, Downstream: selection.APIResource{GVR: down}}
+	}
+	r := &resolver{maxObjects: 2, overfull: map[schema.GroupResource]informermanager.Overflow{},
+		up: &fakeInformers{overfull: map[schema.GroupVersionResource]informermanager.Overflow{up: {Count: 3}}}}
+	next := &snapshot{
+		resources: map[schema.GroupResource]*selection.Resource{up.GroupResource(): served(up, cmGVR), secretGVR.GroupResource(): served(secretGVR, secretGVR)},
+		upsync:    map[schema.GroupResource]*selection.Resource{cmGVR.GroupResource(): served(up, cmGVR)},
+		leftovers: map[schema.GroupResource]schema.GroupVersionResource{cmGVR.GroupResource(): cmGVR},
+	}
+	r.holdOverfull(context.Background(), next)
+	if keys(next.resources)[0] != "secrets" || len(next.resources) != 1 || len(next.upsync) != 0 {
+		t.Errorf("left selected: %v, upsync %v", keys(next.resources), keys(next.upsync))
+	}
+	if !next.heldDown[cmGVR.GroupResource()] || next.heldUpsync[cmGVR.GroupResource()] == nil {
+		t.Errorf("held at the edge %v, upsync %v; want configmaps in both", next.heldDown, keys(next.heldUpsync))
+	}
+	if res, _ := next.downsyncResource(cmGVR.GroupResource()); !res.Held {
+		t.Errorf("downsync sees the edge copies as %+v; want held", res)
+	}
+	if owning := next.owningUpstream(); owning[cmGVR.GroupResource()] == nil {
+		t.Errorf("the held upsync resource does not own its upstream copies: %v", keys(owning))
 	}
 }

@@ -39,7 +39,7 @@ type informerSet interface {
 	Hold(desired map[schema.GroupVersionResource]informermanager.Spec)
 	Set(desired map[schema.GroupVersionResource]informermanager.Spec) []schema.GroupVersionResource
 	Cache(gvr schema.GroupVersionResource) (framework.Cache, bool)
-	Overfull() map[schema.GroupVersionResource]int64
+	Overfull() map[schema.GroupVersionResource]informermanager.Overflow
 }
 
 // resolver turns the SyncerConfigs and both sides' discovery into a snapshot, and makes the informers
@@ -72,7 +72,7 @@ type resolver struct {
 	// maxObjects is the upstream informers' Spec.MaxObjects (Config.MaxObjectsPerResource); overfull
 	// are the resources held for having more (holdOverfull).
 	maxObjects int
-	overfull   map[schema.GroupResource]overfullResource
+	overfull   map[schema.GroupResource]informermanager.Overflow
 
 	scanned      bool   // leftovers scan done downstream
 	upScanned    bool   // upsync leftovers scan done upstream
@@ -114,12 +114,12 @@ func (r *resolver) resolve(ctx context.Context, old *snapshot) (*snapshot, error
 	if b, ok := up.index.Lookup(apiBindingsResource, ""); ok {
 		next.bindings = b.GVR
 	}
-	heldUpsync := r.holdOverfull(ctx, next)
+	r.holdOverfull(ctx, next)
 	next.problems = append(problems, next.problems...)
 	if next.leftovers, err = r.findLeftovers(ctx, old, down, next.resources); err != nil {
 		return nil, err
 	}
-	if next.upLeftovers, err = r.findUpsyncLeftovers(ctx, old, up, heldUpsync); err != nil {
+	if next.upLeftovers, err = r.findUpsyncLeftovers(ctx, old, up, next.owningUpstream()); err != nil {
 		return nil, err
 	}
 	// The informers the new snapshot changes stop counting as synced before it is published (a

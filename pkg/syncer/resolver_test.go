@@ -72,10 +72,12 @@ func (d *fakeDiscovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav
 type fakeInformers struct {
 	specs    map[schema.GroupVersionResource]informermanager.Spec
 	caches   fakeinformers.Informers
-	overfull map[schema.GroupVersionResource]int64
+	overfull map[schema.GroupVersionResource]informermanager.Overflow
 }
 
-func (f *fakeInformers) Overfull() map[schema.GroupVersionResource]int64 { return f.overfull }
+func (f *fakeInformers) Overfull() map[schema.GroupVersionResource]informermanager.Overflow {
+	return f.overfull
+}
 
 func (f *fakeInformers) Hold(map[schema.GroupVersionResource]informermanager.Spec) {}
 

@@ -1,6 +1,7 @@
 package syncer
 
 import (
+	"maps"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -37,6 +38,19 @@ type snapshot struct {
 	renamedDown, renamedUp map[schema.GroupResource]schema.GroupResource
 	// byEdgeKind finds a selected resource served at the edge by the group and kind of its edge objects.
 	byEdgeKind map[schema.GroupKind]schema.GroupResource
+	// heldDown are the edge GroupResources of selected resources held for having too many objects
+	// upstream (holdOverfull): their edge copies, leftovers, are kept. heldUpsync are the upsync
+	// resources held so, keyed as upsync: their upstream copies are not left over.
+	heldDown   map[schema.GroupResource]bool
+	heldUpsync map[schema.GroupResource]*selection.Resource
+}
+
+// owningUpstream are the upsync resources whose copies upstream are not left over: those upsynced,
+// and those held.
+func (s *snapshot) owningUpstream() map[schema.GroupResource]*selection.Resource {
+	out := maps.Clone(s.upsync)
+	maps.Copy(out, s.heldUpsync)
+	return out
 }
 
 // indexRenamed builds the snapshot's indexes of resources whose GroupResource differs between the
@@ -91,7 +105,7 @@ func (s *snapshot) downsyncResource(gr schema.GroupResource) (downsync.Resource,
 			Rename: r.Rename}, true
 	}
 	if gvr, ok := s.leftovers[gr]; ok {
-		return downsync.Resource{Downstream: gvr}, true
+		return downsync.Resource{Downstream: gvr, Held: s.heldDown[gr]}, true
 	}
 	return downsync.Resource{}, false
 }

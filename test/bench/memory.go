@@ -114,7 +114,9 @@ func (b *bench) measureMemory(ctx context.Context, w workload, profile string) (
 		}
 		defer c.stop()
 	}
-	p, err := b.startSyncer() // memory, not speed: fill as fast as the servers go (no limit at the edge by default)
+	// Memory, not speed: fill as fast as the servers go (no limit at the edge by default); the
+	// largest size, with each namespace's root CA ConfigMap, is past the default object limit.
+	p, err := b.startSyncer("--max-objects-per-resource=0")
 	if err != nil {
 		return 0, 0, err
 	}

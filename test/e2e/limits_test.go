@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,19 +62,21 @@ func TestObjectSizeLimit(t *testing.T) {
 
 // TestObjectCountLimit: with --max-objects-per-resource=20, ConfigMaps over 20 in the selected
 // namespace are counted before they are listed and none is written, while the Secrets of the same
-// selection sync; SelectionValid names the resource. Down to 15 they sync at the next count (here
-// every --discovery-refresh-period of 2s); grown past 20 again, the resource is held: the edge keeps
-// what it has, and a change upstream is not written.
+// selection sync; SelectionValid names the resource, the gauge counts it. Down to 15 they sync at the
+// next count (here every --discovery-refresh-period of 2s). Grown past 20 again, the resource is held
+// from the object that passes the limit: the edge keeps what it has, nothing after that object is
+// written, and a change upstream is not either.
 func TestObjectCountLimit(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ns := f.namespace("app")
+	name := func(i int) string { return fmt.Sprintf("cm-%02d", i) }
 	for i := range 25 {
-		f.create(f.up, gvrConfigMaps, configMap(ns, fmt.Sprintf("cm-%02d", i), map[string]interface{}{"k": "v1"}))
+		f.create(f.up, gvrConfigMaps, configMap(ns, name(i), map[string]interface{}{"k": "v1"}))
 	}
 	f.create(f.up, gvrSecrets, obj("v1", "Secret", ns, "control", map[string]interface{}{"stringData": map[string]interface{}{"k": "v"}}))
 	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps"), resource("", "v1", "secrets")))
-	f.startSyncer(f.ownConfigs(), withArgs("--max-objects-per-resource=20", "--discovery-refresh-period=2s", "--heartbeat-period=1s"))
+	p := f.startSyncer(f.ownConfigs(), withArgs("--max-objects-per-resource=20", "--discovery-refresh-period=2s", "--heartbeat-period=1s"))
 
 	selectionValid := func(status, want string) {
 		t.Helper()
@@ -82,24 +85,50 @@ func TestObjectCountLimit(t *testing.T) {
 			return st == status && strings.Contains(msg, want), st + ": " + msg
 		})
 	}
+	heldGauge := func(want float64) {
+		t.Helper()
+		if got := p.metrics()["kubestellar_syncer_resources_over_object_limit{}"]; got != want {
+			t.Errorf("kubestellar_syncer_resources_over_object_limit %v, want %v", got, want)
+		}
+	}
+	ownedAtEdge := func() []string {
+		var out []string
+		for n, o := range f.configMaps(f.down, ns) {
+			if ok, _ := hasMark(o); ok {
+				out = append(out, n)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
 	selectionValid("False", "objects of configmaps upstream in the namespaces selected, over the 20 the syncer holds of one resource (--max-objects-per-resource)")
 	f.waitFor(f.down, gvrSecrets, ns, "control", hasMark)
-	f.absentFor(f.down, ns, "cm-00", time.Second)
+	heldGauge(1)
+	consistently(t, 2*time.Second, "no ConfigMap written at the edge", func() (bool, string) {
+		got := ownedAtEdge()
+		return len(got) == 0, fmt.Sprintf("at the edge: %v", got)
+	})
+	if !strings.Contains(p.logText(), "Not listing: more objects than the syncer holds of one resource") {
+		t.Error("the ConfigMaps were listed: the apiserver's count of them did not keep the syncer from it")
+	}
 
 	// Down to 15: counted again, listed and synced.
 	for i := 15; i < 25; i++ {
-		f.delete(f.up, gvrConfigMaps, ns, fmt.Sprintf("cm-%02d", i))
+		f.delete(f.up, gvrConfigMaps, ns, name(i))
 	}
-	f.waitFor(f.down, gvrConfigMaps, ns, "cm-14", hasMark)
-	f.waitFor(f.down, gvrConfigMaps, ns, "cm-00", hasMark)
+	for i := range 15 {
+		f.waitFor(f.down, gvrConfigMaps, ns, name(i), hasMark)
+	}
 	selectionValid("True", "")
+	heldGauge(0)
 
-	// Past 20 again: held. The edge keeps its copies; a change upstream is not written.
+	// Past 20 again, one by one: held from the object that passes the limit (the 21st, or the 22nd
+	// where the namespace's root CA ConfigMap counts too); nothing after it is written.
 	for i := 15; i < 25; i++ {
-		f.create(f.up, gvrConfigMaps, configMap(ns, fmt.Sprintf("cm-%02d", i), map[string]interface{}{"k": "v1"}))
+		f.create(f.up, gvrConfigMaps, configMap(ns, name(i), map[string]interface{}{"k": "v1"}))
 	}
 	selectionValid("False", "over the 20 the syncer holds of one resource")
-	f.update(f.up, gvrConfigMaps, ns, "cm-00", func(o *unstructured.Unstructured) {
+	f.update(f.up, gvrConfigMaps, ns, name(0), func(o *unstructured.Unstructured) {
 		_ = unstructured.SetNestedField(o.Object, "v2", "data", "k")
 	})
 	f.update(f.up, gvrSecrets, ns, "control", func(o *unstructured.Unstructured) {
@@ -109,9 +138,19 @@ func TestObjectCountLimit(t *testing.T) {
 		v, _, _ := unstructured.NestedString(o.Object, "data", "k2")
 		return v == "dg==", "data.k2 = " + v
 	})
-	for i := range 15 {
-		if o, err := f.get(f.down, gvrConfigMaps, ns, fmt.Sprintf("cm-%02d", i)); err != nil || o.Object["data"].(map[string]interface{})["k"] != "v1" {
-			t.Errorf("held: the edge copy cm-%02d is %v (%v); want it kept as it was", i, o, err)
+	consistently(t, 2*time.Second, "the edge keeps its copies, and nothing past the limit", func() (bool, string) {
+		got := ownedAtEdge()
+		for i := 21; i < 25; i++ {
+			if slices.Contains(got, name(i)) {
+				return false, fmt.Sprintf("%s, past the limit, written at the edge: %v", name(i), got)
+			}
 		}
-	}
+		if len(got) < 15 {
+			return false, fmt.Sprintf("copies gone from the edge: %v", got)
+		}
+		o := f.configMaps(f.down, ns)[name(0)]
+		v, _, _ := unstructured.NestedString(o.Object, "data", "k")
+		return v == "v1", fmt.Sprintf("%s data.k = %q, want v1 (the change upstream held)", name(0), v)
+	})
+	heldGauge(1)
 }
