@@ -66,9 +66,9 @@ func ResourcesFor(objects int) Resources {
 }
 
 // MaxObjectsFor is the syncer's --max-objects-per-resource for a syncer expected to hold objects
-// synced objects: as many as MemoryFor's limit has room for, twice that many, at least 1,000. A
-// mailbox that makes more objects of one resource then holds that resource up rather than restarts
-// the syncer.
+// synced objects: twice that many (all MemoryFor's limit has room for), at least 1,000. A mailbox
+// that makes more objects of one resource then holds that resource up rather than runs the syncer
+// out of memory; several resources near the limit can still exhaust it.
 func MaxObjectsFor(objects int) int { return max(2*objects, 1000) }
 
 // DefaultResources are syncer-gen's defaults: those for DefaultExpectedObjects.

@@ -20,9 +20,10 @@ type Overflow struct {
 }
 
 // precount counts a part's objects before its first list, and tells whether to list them: not when
-// they and what the resource's other parts hold are more than max (the resource is then overfull). A
-// count the apiserver does not give, or that fails, lets the list go ahead: the cache's own count
-// (checkSize) still holds. A part not listed is never handed over to another entry.
+// the resource is overfull already, nor when they and what the resource's other parts hold or were
+// counted to bring are more than max (the resource is then overfull). A count the apiserver does not
+// give, or that fails, lets the list go ahead: the cache's own count (checkSize) still holds. A part
+// not listed is never handed over to another entry.
 func (m *Manager) precount(ctx context.Context, gvr schema.GroupVersionResource, p *part, l framework.ObjectLister, max int) bool {
 	n, known, err := framework.CountObjects(ctx, l)
 	if err != nil || !known {
@@ -33,10 +34,14 @@ func (m *Manager) precount(ctx context.Context, gvr schema.GroupVersionResource,
 	}
 	m.mu.Lock()
 	others := m.heldBy(gvr, p)
-	m.mu.Unlock()
-	if n+others <= int64(max) {
+	e, ok := m.informers[gvr]
+	full := ok && e.overfull > 0
+	if !full && n+others <= int64(max) {
+		p.counted.Store(n) // what it brings, for the other parts' counts until it has listed
+		m.mu.Unlock()
 		return true
 	}
+	m.mu.Unlock()
 	klog.FromContext(ctx).V(logging.Change).Info("Not listing: more objects than the syncer holds of one resource", "gvr", gvr.String(),
 		"namespace", p.namespace, "objects", n, "elsewhere", others, "limit", max)
 	p.unlisted.Store(true)
@@ -44,14 +49,27 @@ func (m *Manager) precount(ctx context.Context, gvr schema.GroupVersionResource,
 	return false
 }
 
-// heldBy is how many objects the parts of gvr's entry other than p hold; m.mu is held.
+// heldBy is how many objects the parts of gvr's entry other than p hold, or, before they have
+// listed, were counted to bring; m.mu is held.
 func (m *Manager) heldBy(gvr schema.GroupVersionResource, p *part) int64 {
+	e, ok := m.informers[gvr]
+	if !ok {
+		return 0
+	}
+	return e.heldBy(p)
+}
+
+// heldBy is what the entry's parts other than p hold, or were counted to bring.
+func (e *entry) heldBy(p *part) int64 {
 	var n int64
-	if e, ok := m.informers[gvr]; ok {
-		for _, q := range e.parts {
-			if q != p {
-				n += q.informer.Len()
-			}
+	for _, q := range e.parts {
+		if q == p {
+			continue
+		}
+		if q.informer.Synced("") {
+			n += q.informer.Len()
+		} else {
+			n += q.counted.Load()
 		}
 	}
 	return n
@@ -65,30 +83,24 @@ func (m *Manager) checkSize(gvr schema.GroupVersionResource, p *part) {
 		m.mu.Unlock()
 		return
 	}
-	total := m.heldBy(gvr, nil)
+	total := e.heldBy(nil)
 	m.mu.Unlock()
 	if total > int64(e.spec.MaxObjects) {
 		m.overfull(gvr, p, total)
 	}
 }
 
-// checkStarted checks the size of the entries Set started with a limit: one that took over the
-// parts of the entry it replaced may be over it already.
-func (m *Manager) checkStarted(started []schema.GroupVersionResource) {
-	for _, gvr := range started {
-		var p *part
-		m.mu.Lock()
-		if e, ok := m.informers[gvr]; ok && e.spec.MaxObjects > 0 {
-			for _, q := range e.parts {
-				p = q
-				break
-			}
-		}
-		m.mu.Unlock()
-		if p != nil {
-			m.checkSize(gvr, p)
-		}
+// overfullAtStart marks a new entry overfull when the parts it took over from the entry it replaces
+// hold more than its Spec.MaxObjects already, and tells whether it did; m.mu is held.
+func (e *entry) overfullAtStart() bool {
+	if e.spec.MaxObjects <= 0 || e.shared != nil {
+		return false
 	}
+	if n := e.heldBy(nil); n > int64(e.spec.MaxObjects) {
+		e.overfull, e.held = n, true
+		return true
+	}
+	return false
 }
 
 // overfull marks the entry of a part overfull with n objects, and says so once (Options.Overfull).
@@ -102,8 +114,19 @@ func (m *Manager) overfull(gvr schema.GroupVersionResource, p *part, n int64) {
 		e.overfull, e.held = n, true
 	}
 	m.mu.Unlock()
-	if first && m.opts.Overfull != nil {
-		m.opts.Overfull(gvr)
+	if first {
+		m.toldOverfull(e)
+	}
+}
+
+// toldOverfull drops what the handlers kept of an overfull entry's initial lists (nothing more is
+// synced from it) and says it is overfull (Options.Overfull).
+func (m *Manager) toldOverfull(e *entry) {
+	if e.earlyDone != nil {
+		e.earlyOnce.Do(e.earlyDone)
+	}
+	if m.opts.Overfull != nil {
+		m.opts.Overfull(e.gvr)
 	}
 }
 

@@ -1,6 +1,7 @@
 package informermanager
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"testing"
@@ -31,15 +32,22 @@ func (o *overfullCalls) count() int {
 	return len(o.told)
 }
 
+// limitedAndSynced is a running manager of ConfigMaps as spec says, synced, over a fake client
+// holding objs.
+func limitedAndSynced(t *testing.T, spec Spec, objs ...kruntime.Object) (*Manager, *dynamicfake.FakeDynamicClient, *overfullCalls, context.Context) {
+	t.Helper()
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(), map[schema.GroupVersionResource]string{cms: "ConfigMapList"}, objs...)
+	calls := &overfullCalls{}
+	m, _, ctx := running(t, client, Options{Overfull: calls.tell})
+	m.Set(map[schema.GroupVersionResource]Spec{cms: spec})
+	waitFor(t, "sync", func() bool { _, ok := synced(m, cms); return ok })
+	return m, client, calls, ctx
+}
+
 // TestOverfullAsTheCacheGrows: a resource whose cache, across its namespaces, grows past
 // Spec.MaxObjects is overfull, said once.
 func TestOverfullAsTheCacheGrows(t *testing.T) {
-	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(), map[schema.GroupVersionResource]string{cms: "ConfigMapList"},
-		cm("a", "1"), cm("b", "2"))
-	calls := &overfullCalls{}
-	m, _, ctx := running(t, client, Options{Overfull: calls.tell})
-	m.Set(map[schema.GroupVersionResource]Spec{cms: {Namespaces: "a,b", MaxObjects: 3}})
-	waitFor(t, "sync", func() bool { _, ok := synced(m, cms); return ok })
+	m, client, calls, ctx := limitedAndSynced(t, Spec{Namespaces: "a,b", MaxObjects: 3}, cm("a", "1"), cm("b", "2"))
 	if got := m.Overfull(); len(got) != 0 || calls.count() != 0 {
 		t.Fatalf("two objects of at most three: overfull %v, told %d times", got, calls.count())
 	}
@@ -134,3 +142,20 @@ func TestOverfullCountedAcrossNamespaces(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestOverfullAtStart: an entry that takes over parts holding more than its limit (a lower limit, a
+// changed scope) is overfull at once, its cache unseen; an overfull entry is replaced by the next Set
+// even with an unchanged Spec.
+func TestOverfullAtStart(t *testing.T) {
+	m, _, calls, _ := limitedAndSynced(t, Spec{Namespaces: "a", MaxObjects: 3}, cm("a", "1"), cm("a", "2"))
+	m.Set(map[schema.GroupVersionResource]Spec{cms: {Namespaces: "a,b", MaxObjects: 1}})
+	if got := m.Overfull()[cms]; got.Count != 2 || calls.count() != 1 {
+		t.Errorf("overfull %+v, told %d times; want 2 objects, told once", got, calls.count())
+	}
+	if _, seen := m.Cache(cms); seen {
+		t.Error("the cache of an overfull resource is seen")
+	}
+	if started := m.Set(map[schema.GroupVersionResource]Spec{cms: {Namespaces: "a,b", MaxObjects: 1}}); len(started) != 1 {
+		t.Errorf("an overfull entry was kept by a Set of the same Spec (started %v)", started)
+	}
+}

@@ -211,12 +211,16 @@ func (m *Manager) Set(desired map[schema.GroupVersionResource]Spec) []schema.Gro
 		}
 	}
 	var started []schema.GroupVersionResource
+	var overfull []*entry
 	for gvr, spec := range desired {
 		if _, ok := m.informers[gvr]; ok {
 			continue
 		}
 		e := m.newEntry(gvr, m.effective(spec), replaced[gvr])
 		m.informers[gvr] = e
+		if e.overfullAtStart() {
+			overfull = append(overfull, e)
+		}
 		if m.ctx != nil {
 			m.run(e)
 		}
@@ -226,14 +230,17 @@ func (m *Manager) Set(desired map[schema.GroupVersionResource]Spec) []schema.Gro
 	for _, e := range stopped {
 		e.stop()
 	}
-	m.checkStarted(started)
+	for _, e := range overfull {
+		m.toldOverfull(e)
+	}
 	return started
 }
 
 // replaces tells whether Set(desired) stops or replaces the running entry e of gvr.
 func (m *Manager) replaces(desired map[schema.GroupVersionResource]Spec, gvr schema.GroupVersionResource, e *entry) bool {
 	spec, ok := desired[gvr]
-	return !ok || m.effective(spec) != e.spec || m.watchesWhole(gvr, spec) != e.whole
+	// An overfull entry is never kept: it lists no more, and its cache is unseen.
+	return !ok || m.effective(spec) != e.spec || m.watchesWhole(gvr, spec) != e.whole || e.overfull > 0
 }
 
 // effective is the Spec the manager runs: without a namespace scope when the informers are a

@@ -27,8 +27,10 @@ type part struct {
 	// precount, when set, counts the objects before the first list, and tells whether to list them
 	// (Spec.MaxObjects).
 	precount func(ctx context.Context) bool
-	// unlisted: precount kept the part from listing; it is not handed over (handOver).
+	// unlisted: precount kept the part from listing; it is not handed over (handOver). counted is
+	// what precount counted it to bring.
 	unlisted atomic.Bool
+	counted  atomic.Int64
 }
 
 // inNamespaces accepts the objects of the given namespaces.

@@ -21,16 +21,17 @@ import (
 // held (next.heldDown: leftovers downsync keeps), their upsync resources kept as owning their
 // upstream copies (next.heldUpsync), and a problem says why. A held resource is counted again at
 // each resolve (a config or API change, or every --discovery-refresh-period), in the scope its
-// informer had, one object listed per namespace.
+// informer would have now, one object listed per namespace; a count the apiserver does not give
+// releases it, for its informer's cache to count.
 func (r *resolver) holdOverfull(ctx context.Context, next *snapshot) {
 	next.heldDown, next.heldUpsync = map[schema.GroupResource]bool{}, map[schema.GroupResource]*selection.Resource{}
 	if r.maxObjects <= 0 {
 		return
 	}
 	logger := klog.FromContext(ctx)
-	found := r.up.Overfull()
-	for gvr, o := range found {
-		r.overfull[gvr.GroupResource()] = o
+	fresh := map[schema.GroupResource]bool{}
+	for gvr, o := range r.up.Overfull() {
+		r.overfull[gvr.GroupResource()], fresh[gvr.GroupResource()] = o, true
 	}
 	for gr, held := range r.overfull {
 		down, upsync := next.resources[gr], upsyncOf(next.upsync, gr)
@@ -40,12 +41,14 @@ func (r *resolver) holdOverfull(ctx context.Context, next *snapshot) {
 		}
 		var gvr schema.GroupVersionResource
 		for _, res := range upsync {
-			gvr = res.Upstream.GVR
+			gvr = res.Upstream.GVR // watched cluster-wide
 		}
-		if down != nil {
-			gvr = down.Upstream.GVR
+		if down != nil && len(upsync) == 0 {
+			gvr, held.Namespaces = down.Upstream.GVR, upstreamScope(next.selection, down)
+		} else {
+			held.Namespaces = ""
 		}
-		if _, fresh := found[gvr]; !fresh {
+		if !fresh[gr] {
 			n, known, err := countUpstream(ctx, r.upClient, gvr, held.Namespaces)
 			switch {
 			case err != nil:

@@ -48,7 +48,8 @@ type snapshot struct {
 // owningUpstream are the upsync resources whose copies upstream are not left over: those upsynced,
 // and those held.
 func (s *snapshot) owningUpstream() map[schema.GroupResource]*selection.Resource {
-	out := maps.Clone(s.upsync)
+	out := make(map[schema.GroupResource]*selection.Resource, len(s.upsync)+len(s.heldUpsync))
+	maps.Copy(out, s.upsync)
 	maps.Copy(out, s.heldUpsync)
 	return out
 }
