@@ -22,7 +22,13 @@ func (b *bench) namespaces(ctx context.Context) error {
 	if b.cfg.quick {
 		sizes = []int{10, 100}
 	}
-	other, a, bb := "nsb-other", "nsb-a", "nsb-b"
+	// The upstream has no namespace controller: its namespaces deleted stay terminating, so the
+	// baseline syncer's run and the syncer's use namespaces of their own.
+	prefix := "nsb-"
+	if b.label != "" {
+		prefix = "nsb-baseline-"
+	}
+	other, a, bb := prefix+"other", prefix+"a", prefix+"b"
 	if err := ensureNamespaces(ctx, b.up, []string{other, a, bb}); err != nil {
 		return err
 	}
