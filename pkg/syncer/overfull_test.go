@@ -26,7 +26,8 @@ func TestResolverHoldsOverfullResources(t *testing.T) {
 	spec["upsync"] = []interface{}{upsync}
 	b.configs = []*unstructured.Unstructured{syncerConfig("a", spec)}
 	s := b.resolve(t)
-	if s.resources[cmGVR.GroupResource()] == nil || b.up.specs[cmGVR].MaxObjects != 2 || s.upsync[secretGVR.GroupResource()] == nil {
+	if s.resources[cmGVR.GroupResource()] == nil || b.up.specs[cmGVR].MaxObjects != 2 || s.upsync[secretGVR.GroupResource()] == nil ||
+		b.up.specs[namespaceGVR].MaxObjects != 0 {
 		t.Fatalf("under the limit: resources %v, upsync %v, upstream informers %v", keys(s.resources), keys(s.upsync), b.up.specs)
 	}
 	for _, name := range []string{"a", "b", "c"} {

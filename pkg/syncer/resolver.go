@@ -128,8 +128,10 @@ func (r *resolver) resolve(ctx context.Context, old *snapshot) (*snapshot, error
 	upSpecs, downSpecs := informerSpecs(next, r.ownerLabel, r.fieldManager)
 	for gvr, spec := range upSpecs {
 		spec.MaxObjectBytes = r.maxObjectBytes // what a mailbox can make the syncer hold of one object
-		if spec.LabelSelector == "" {
-			spec.MaxObjects = r.maxObjects // and how many of a selected resource (not of upsync leftovers)
+		if spec.LabelSelector == "" && gvr != namespaceGVR {
+			// And how many of a selected resource: not of upsync leftovers, nor of the Namespaces,
+			// watched whole for the namespaces of every selected object.
+			spec.MaxObjects = r.maxObjects
 		}
 		upSpecs[gvr] = spec
 	}

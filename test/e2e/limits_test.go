@@ -70,6 +70,9 @@ func TestObjectCountLimit(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ns := f.namespace("app")
+	for i := range 21 {
+		f.namespace(fmt.Sprintf("more-%02d", i)) // more Namespaces upstream than the limit: they are not counted
+	}
 	name := func(i int) string { return fmt.Sprintf("cm-%02d", i) }
 	for i := range 25 {
 		f.create(f.up, gvrConfigMaps, configMap(ns, name(i), map[string]interface{}{"k": "v1"}))
