@@ -33,8 +33,11 @@ func (m *Manager) precount(ctx context.Context, gvr schema.GroupVersionResource,
 		return true
 	}
 	m.mu.Lock()
-	others := m.heldBy(gvr, p)
+	var others int64
 	e, ok := m.informers[gvr]
+	if ok {
+		others = e.heldBy(p)
+	}
 	full := ok && e.overfull > 0
 	if !full && n+others <= int64(max) {
 		p.counted.Store(n) // what it brings, for the other parts' counts until it has listed
@@ -49,17 +52,8 @@ func (m *Manager) precount(ctx context.Context, gvr schema.GroupVersionResource,
 	return false
 }
 
-// heldBy is how many objects the parts of gvr's entry other than p hold, or, before they have
-// listed, were counted to bring; m.mu is held.
-func (m *Manager) heldBy(gvr schema.GroupVersionResource, p *part) int64 {
-	e, ok := m.informers[gvr]
-	if !ok {
-		return 0
-	}
-	return e.heldBy(p)
-}
-
-// heldBy is what the entry's parts other than p hold, or were counted to bring.
+// heldBy is what the entry's parts other than p hold, or, before they have listed, were counted to
+// bring; m.mu is held.
 func (e *entry) heldBy(p *part) int64 {
 	var n int64
 	for _, q := range e.parts {

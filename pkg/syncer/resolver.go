@@ -134,8 +134,6 @@ func (r *resolver) resolve(ctx context.Context, old *snapshot) (*snapshot, error
 			spec.MaxObjects = r.maxObjects
 		}
 		upSpecs[gvr] = spec
-	}
-	for gvr, spec := range upSpecs {
 		if r.reviewClusterWide != nil && len(spec.NamespaceList()) > r.maxNamespaces {
 			r.reviewClusterWide(ctx, gvr)
 		}
