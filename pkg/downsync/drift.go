@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,8 +29,9 @@ const maxDriftsTold = 10
 // from what downsync applied and nobody changed it upstream since (the digests are equal), or it was
 // held before (mapping.DriftHeldAnnotation on the edge copy, which makes a hold last across restarts).
 // Then nothing is written at the edge for it. A hold ends when the upstream object acknowledges it
-// (mapping.AcknowledgeDriftAnnotation), the edge copy matches again, or the policy is Correct; then
-// the note is removed (and the object written on the next pass).
+// (mapping.AcknowledgeDriftAnnotation) or the drifted fields are put back at the edge to what downsync
+// last wrote (mapping.PutBack), both written in the same pass, or when the edge copy matches upstream
+// again or the policy is Correct; then the notes are removed (and the object written on the next pass).
 func (c *Controller) heldDrift(ctx context.Context, key framework.Key, r Resource, upObj, desired, downObj *unstructured.Unstructured) (held bool, err error) {
 	policy := c.driftPolicy(ctx, key, upObj) // read first: a bad value is said when first seen
 	if downObj == nil || !mapping.OwnedDownstream(downObj) {
@@ -47,8 +49,13 @@ func (c *Controller) heldDrift(ctx context.Context, key framework.Key, r Resourc
 		case mapping.UpToDate(desired, downObj):
 			why = "the edge copy matches upstream again"
 		default:
-			c.recordDrift(key, id) // found held after a restart
-			return true, nil
+			putBack, err := c.drifted(ctx, key, r, downObj)
+			if err != nil || !putBack {
+				c.recordDrift(key, id) // found held after a restart
+				return true, err
+			}
+			// Undone at the edge: the changes held meanwhile are written in this same pass.
+			return false, c.releaseDrift(ctx, key, r, upObj, downObj, "the drifted fields were put back at the edge")
 		}
 		return true, c.releaseDrift(ctx, key, r, upObj, downObj, why)
 	}
@@ -58,6 +65,23 @@ func (c *Controller) heldDrift(ctx context.Context, key framework.Key, r Resourc
 		return false, nil // in step, or changed upstream: written as usual
 	}
 	return c.holdDrift(ctx, key, r, upObj, desired)
+}
+
+// drifted tells whether a held copy's drifted fields were put back at the edge to the values downsync
+// last wrote (mapping.PutBack): the technician undid the hotfix. The cache keeps no field values, so
+// a copy that notes them is read.
+func (c *Controller) drifted(ctx context.Context, key framework.Key, r Resource, downObj *unstructured.Unstructured) (putBack bool, err error) {
+	if downObj.GetAnnotations()[mapping.DriftPutBackAnnotation] == "" {
+		return false, nil
+	}
+	live, err := c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace).Get(ctx, downObj.GetName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil // gone: its delete event brings the key back
+	case err != nil:
+		return false, fmt.Errorf("reading the held edge copy: %w", err)
+	}
+	return mapping.HeldDrift(live) != "" && mapping.PutBack(live), nil
 }
 
 // driftPolicy is the object's drift policy: its annotation, else its selection entries'. A value that
@@ -95,32 +119,36 @@ func (c *Controller) holdDrift(ctx context.Context, key framework.Key, r Resourc
 		paths = append(paths, d.Path)
 	}
 	note := id + " " + strings.Join(paths[:min(len(paths), maxDriftsTold)], ",")
-	if err := c.noteDrift(ctx, client, live, note); err != nil {
+	if err := c.noteDrift(ctx, client, live, note, mapping.PutBackNote(desired, live)); err != nil {
 		return false, err
 	}
 	details, _ := json.Marshal(drifts[:min(len(drifts), maxDriftsTold)])
 	klog.FromContext(ctx).Info("Holding drift at the edge: the edge copy was changed there; upstream changes wait until it is acknowledged",
 		"drift", id, "fields", string(details))
 	c.writes.Event(upObj, corev1.EventTypeWarning, "Drifted", fmt.Sprintf(
-		"Sync target %s: the edge copy was changed at the edge and is left so (drift policy Report); upstream changes to this object wait until %s: \"%s=%s\" is set on it, or the edge copy matches again. Fields: %s",
+		"Sync target %s: the edge copy was changed at the edge and is left so (drift policy Report); upstream changes to this object wait until %s: \"%s=%s\" is set on it, or the fields are put back at the edge. Fields: %s",
 		c.cfg.SyncTargetName, mapping.AcknowledgeDriftAnnotation, c.cfg.SyncTargetName, id, details))
-	c.edgeEvent(live, "DriftHeld", fmt.Sprintf("This object was changed here and is left so (drift policy Report): %s; the syncer writes nothing for it until the drift %s is acknowledged upstream or the object matches upstream again",
-		strings.Join(paths[:min(len(paths), maxDriftsTold)], ", "), id))
+	c.edgeEvent(live, "DriftHeld", fmt.Sprintf("This object was changed here and is left so (drift policy Report): %s; the syncer writes nothing for it until the drift %s is acknowledged upstream or these fields are put back to what the syncer wrote (annotation %s)",
+		strings.Join(paths[:min(len(paths), maxDriftsTold)], ", "), id, mapping.DriftPutBackAnnotation))
 	c.driftChanged(key, id)
 	return true, nil
 }
 
-// noteDrift writes (or, for "", removes) the hold's note on the edge copy, under the note's own field
-// manager, only over the object read.
+// noteDrift writes (or, for "", removes) the hold's notes on the edge copy, under the notes' own field
+// manager, only over the object read: note for the technician, and the values that end the hold when
+// put back (mapping.DriftPutBackAnnotation; none when "").
 func (c *Controller) noteDrift(ctx context.Context, client interface {
 	Patch(context.Context, string, types.PatchType, []byte, metav1.PatchOptions, ...string) (*unstructured.Unstructured, error)
-}, live *unstructured.Unstructured, note string) error {
-	var value interface{} = note
-	if note == "" {
-		value = nil
+}, live *unstructured.Unstructured, note, putBack string) error {
+	orNull := func(s string) interface{} {
+		if s == "" {
+			return nil
+		}
+		return s
 	}
 	patch, err := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{
-		"resourceVersion": live.GetResourceVersion(), "annotations": map[string]interface{}{mapping.DriftHeldAnnotation: value}}})
+		"resourceVersion": live.GetResourceVersion(),
+		"annotations":     map[string]interface{}{mapping.DriftHeldAnnotation: orNull(note), mapping.DriftPutBackAnnotation: orNull(putBack)}}})
 	if err != nil {
 		return err
 	}
@@ -133,7 +161,7 @@ func (c *Controller) noteDrift(ctx context.Context, client interface {
 // releaseDrift ends a hold: the note goes (its event brings the key back, which is then written).
 func (c *Controller) releaseDrift(ctx context.Context, key framework.Key, r Resource, upObj, downObj *unstructured.Unstructured, why string) error {
 	client := c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace)
-	if err := c.noteDrift(ctx, client, downObj, ""); err != nil {
+	if err := c.noteDrift(ctx, client, downObj, "", ""); err != nil {
 		return err
 	}
 	klog.FromContext(ctx).Info("Drift hold ended", "reason", why)

@@ -49,7 +49,7 @@ const upsyncAnnotationPrefix = "edge.kubestellar.io/upsync"
 func sourceAnnotation(key string) bool {
 	if key == "kubectl.kubernetes.io/last-applied-configuration" || key == HashAnnotation || key == ClusterAnnotation || key == UpstreamNamespaceAnnotation || key == RenaturedFromAnnotation ||
 		key == UpstreamGenerationAnnotation || key == UpstreamResourceVersionAnnotation || key == ReportAppliedAnnotation || key == PausedUntilAnnotation ||
-		key == DriftAnnotation || key == AcknowledgeDriftAnnotation || key == DriftHeldAnnotation ||
+		key == DriftAnnotation || key == AcknowledgeDriftAnnotation || key == DriftHeldAnnotation || key == DriftPutBackAnnotation ||
 		strings.HasPrefix(key, upsyncAnnotationPrefix) || targetSignal(key) {
 		return true
 	}

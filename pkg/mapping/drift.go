@@ -120,15 +120,21 @@ const maxDriftValue = 80
 // content. self is the syncer's field manager, never named as the one who changed a field.
 func Drifts(desired, live *unstructured.Unstructured, self string) []Drift {
 	var out []Drift
-	var walk func(path []string, want, have interface{})
-	add := func(path []string, have interface{}, absent bool) {
+	walkDrifts(desired, live, func(path []string, _, have interface{}, absent bool) {
 		d := Drift{Path: joinPath(path), Edge: "(absent)"}
 		if !absent {
 			d.Edge = shortJSON(have)
 		}
 		d.Manager, d.Since = ownerOf(live, path, self)
 		out = append(out, d)
-	}
+	})
+	return out
+}
+
+// walkDrifts calls found for each field of desired whose value at the edge (live) differs (Drifts),
+// with the value desired holds there and the edge's (absent: the edge has none).
+func walkDrifts(desired, live *unstructured.Unstructured, found func(path []string, want, have interface{}, absent bool)) {
+	var walk func(path []string, want, have interface{})
 	walk = func(path []string, want, have interface{}) {
 		if Subset(want, have) {
 			return
@@ -147,7 +153,7 @@ func Drifts(desired, live *unstructured.Unstructured, self string) []Drift {
 					}
 					hv, ok := h[k]
 					if !ok && !isEmpty(w[k]) {
-						add(append(path, k), nil, true)
+						found(append(path, k), w[k], nil, true)
 						continue
 					}
 					walk(append(append([]string(nil), path...), k), w[k], hv)
@@ -161,7 +167,7 @@ func Drifts(desired, live *unstructured.Unstructured, self string) []Drift {
 					if he, ok := element(h, e, -1); ok {
 						walk(append(append([]string(nil), path...), step), e, he)
 					} else {
-						add(append(path, step), nil, true)
+						found(append(path, step), e, nil, true)
 					}
 				}
 				if len(w) == len(h) {
@@ -169,10 +175,100 @@ func Drifts(desired, live *unstructured.Unstructured, self string) []Drift {
 				}
 			}
 		}
-		add(path, have, false)
+		found(path, want, have, false)
 	}
 	walk(nil, desiredFields(desired), live.Object)
-	return out
+}
+
+// DriftPutBackAnnotation is written on an edge copy whose drift is held beside DriftHeldAnnotation:
+// the value downsync last applied to each drifted field, as JSON (a list of {"field": the path as a
+// list of steps, "value": the value, absent when the field was not there}). Once every one of those
+// fields holds its value again at the edge (PutBack), the hold ends: the technician undid the change.
+// Left out when the values are over maxPutBackBytes; such a hold ends by acknowledgement, or when the
+// copy matches upstream again.
+const DriftPutBackAnnotation = "edge.kubestellar.io/drift-put-back"
+
+// maxPutBackBytes bounds DriftPutBackAnnotation's value.
+const maxPutBackBytes = 8 << 10
+
+// putBackField is one field of DriftPutBackAnnotation.
+type putBackField struct {
+	Field []string    `json:"field"`
+	Value interface{} `json:"value,omitempty"`
+}
+
+// PutBackNote is the DriftPutBackAnnotation value of a copy (live) drifted from what downsync last
+// applied (written): each drifted field with its written value; "" when there is no drift or the
+// values are too large to note.
+func PutBackNote(written, live *unstructured.Unstructured) string {
+	var fields []putBackField
+	walkDrifts(written, live, func(path []string, want, _ interface{}, _ bool) {
+		fields = append(fields, putBackField{Field: append([]string(nil), path...), Value: want})
+	})
+	if len(fields) == 0 {
+		return ""
+	}
+	data, err := json.Marshal(fields)
+	if err != nil || len(data) > maxPutBackBytes {
+		return ""
+	}
+	return string(data)
+}
+
+// PutBack tells whether every field an edge copy's DriftPutBackAnnotation names holds its noted
+// value again (as Subset compares: the edge may add defaults to a map). False when the copy
+// carries no such note, or one that cannot be read.
+func PutBack(live *unstructured.Unstructured) bool {
+	note := live.GetAnnotations()[DriftPutBackAnnotation]
+	var fields []putBackField
+	if note == "" || json.Unmarshal([]byte(note), &fields) != nil || len(fields) == 0 {
+		return false
+	}
+	for _, f := range fields {
+		have, found := valueAt(live.Object, f.Field)
+		if !found {
+			if !isEmpty(f.Value) {
+				return false
+			}
+			continue
+		}
+		if !Subset(f.Value, have) {
+			return false
+		}
+	}
+	return true
+}
+
+// valueAt is the value at a path of walkDrifts' steps: field names, and [name=<n>] for the element
+// of a list with that name.
+func valueAt(obj interface{}, steps []string) (interface{}, bool) {
+	v := obj
+	for _, s := range steps {
+		if name, ok := strings.CutPrefix(s, "[name="); ok {
+			list, _ := v.([]interface{})
+			name = strings.TrimSuffix(name, "]")
+			var next interface{}
+			for _, e := range list {
+				if m, ok := e.(map[string]interface{}); ok && fmt.Sprint(m["name"]) == name {
+					next = e
+					break
+				}
+			}
+			if next == nil {
+				return nil, false
+			}
+			v = next
+			continue
+		}
+		m, ok := v.(map[string]interface{})
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[s]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
 }
 
 // namedElements tells whether every element of a list is a map with a name.

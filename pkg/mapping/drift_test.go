@@ -99,3 +99,92 @@ func TestDrifts(t *testing.T) {
 		t.Error("a bad policy parsed")
 	}
 }
+
+// A hold's put-back note names each drifted field with what downsync wrote there; the hold may end
+// only when every one holds that value again (defaults the edge adds aside), whatever else changed.
+func TestPutBack(t *testing.T) {
+	up := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]interface{}{"name": "web", "namespace": "demo", "labels": map[string]interface{}{"app": "web"}},
+		"spec": map[string]interface{}{"replicas": int64(1), "template": map[string]interface{}{"spec": map[string]interface{}{
+			"containers":   []interface{}{map[string]interface{}{"name": "app", "image": "app:1", "command": []interface{}{"sleep", "3600"}}},
+			"nodeSelector": map[string]interface{}{"site": "a"},
+		}}},
+	}}
+	written, err := ToDownstream(up, Options{OwnerLabelValue: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	edge := written.DeepCopy()
+	containers, _, _ := unstructured.NestedSlice(edge.Object, "spec", "template", "spec", "containers")
+	containers[0].(map[string]interface{})["imagePullPolicy"] = "IfNotPresent" // a default
+	_ = unstructured.SetNestedSlice(edge.Object, containers, "spec", "template", "spec", "containers")
+	hotfix := edge.DeepCopy()
+	_ = unstructured.SetNestedField(hotfix.Object, int64(3), "spec", "replicas")
+	c := hotfix.Object["spec"].(map[string]interface{})["template"].(map[string]interface{})["spec"].(map[string]interface{})["containers"].([]interface{})[0].(map[string]interface{})
+	c["command"] = []interface{}{"sleep", "3601"}
+	unstructured.RemoveNestedField(hotfix.Object, "spec", "template", "spec", "nodeSelector")
+
+	note := PutBackNote(written, hotfix)
+	for _, want := range []string{`{"field":["spec","replicas"],"value":1}`, `"field":["spec","template","spec","containers","[name=app]","command"],"value":["sleep","3600"]`,
+		`"field":["spec","template","spec","nodeSelector"],"value":{"site":"a"}`} {
+		if !strings.Contains(note, want) {
+			t.Errorf("put-back note %s: want %s", note, want)
+		}
+	}
+	if PutBackNote(written, edge) != "" {
+		t.Error("a note for a copy with no drift")
+	}
+	held := func(o *unstructured.Unstructured) *unstructured.Unstructured {
+		o = o.DeepCopy()
+		a := o.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[DriftPutBackAnnotation] = note
+		o.SetAnnotations(a)
+		return o
+	}
+	if PutBack(held(hotfix)) {
+		t.Error("the hotfix counts as put back")
+	}
+	// Put back one field at a time: only the last makes it put back.
+	partly := held(hotfix)
+	_ = unstructured.SetNestedField(partly.Object, int64(1), "spec", "replicas")
+	_ = unstructured.SetNestedStringMap(partly.Object, map[string]string{"site": "a", "zone": "z"}, "spec", "template", "spec", "nodeSelector")
+	if PutBack(partly) {
+		t.Error("put back while the command is still the hotfix's")
+	}
+	undone := held(edge)
+	undone.SetLabels(map[string]string{"app": "web", "edge-only": "x"}) // another change at the edge: not the hold's
+	_ = unstructured.SetNestedStringMap(undone.Object, map[string]string{"site": "a", "zone": "z"}, "spec", "template", "spec", "nodeSelector")
+	if !PutBack(undone) {
+		t.Errorf("not put back: %s against %v", note, undone.Object["spec"])
+	}
+	if PutBack(edge) {
+		t.Error("put back without a note")
+	}
+	bad := held(edge)
+	bad.SetAnnotations(map[string]string{DriftPutBackAnnotation: "{"})
+	if PutBack(bad) {
+		t.Error("an unreadable note counts as put back")
+	}
+	// Too large to note: no note (such a hold ends by acknowledgement).
+	big := hotfix.DeepCopy()
+	_ = unstructured.SetNestedField(big.Object, strings.Repeat("x", maxPutBackBytes), "spec", "template", "spec", "hostname")
+	wbig := written.DeepCopy()
+	_ = unstructured.SetNestedField(wbig.Object, strings.Repeat("y", maxPutBackBytes), "spec", "template", "spec", "hostname")
+	if n := PutBackNote(wbig, big); n != "" {
+		t.Errorf("a note of %d bytes", len(n))
+	}
+	// A mailbox cannot write the note through the object it sends: never copied to the edge.
+	forged := up.DeepCopy()
+	forged.SetAnnotations(map[string]string{DriftPutBackAnnotation: `[{"field":["spec","replicas"],"value":3}]`, DriftHeldAnnotation: "x y"})
+	copied, err := ToDownstream(forged, Options{OwnerLabelValue: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := copied.GetAnnotations(); a[DriftPutBackAnnotation] != "" || a[DriftHeldAnnotation] != "" {
+		t.Errorf("the hold's notes copied from upstream: %v", a)
+	}
+}

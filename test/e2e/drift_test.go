@@ -102,3 +102,78 @@ func TestDriftReport(t *testing.T) {
 		t.Errorf("drift_held_objects %v after the acknowledgement, want 0", n)
 	}
 }
+
+// TestDriftUndone: under drift policy Report a technician scales an edge Deployment up (held), an
+// upstream change arrives meanwhile (held too), and the technician scales it back to what the syncer
+// wrote: the hold ends from the site's side, without an acknowledgement — DriftReleased upstream, the
+// notes gone at the edge, the label gone upstream — and the held upstream change is applied. The pods
+// of the Deployment never run (no node matches them): only the object matters.
+func TestDriftUndone(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ns := f.namespace("ns")
+	web := workload("Deployment", ns, "web", 1, "", testAppContainer(testenv.TestAppImage, "sleep", "3600"))
+	_ = unstructured.SetNestedStringMap(web.Object, map[string]string{"example.com/no-such-node": "x"}, "spec", "template", "spec", "nodeSelector")
+	web.SetAnnotations(map[string]string{"edge.kubestellar.io/drift": "Report"})
+	f.create(f.up, gvrDeployments, web)
+	f.syncerConfig(f.name, nsScope([]string{ns}, resource("apps", "v1", "deployments")))
+	p := f.startSyncer(f.ownConfigs())
+	f.waitFor(f.down, gvrDeployments, ns, "web", hasMark)
+
+	scale := func(n string) {
+		t.Helper()
+		if out, err := kubectlCommand(f.ctx, env.Downstream.Kubeconfig, "scale", "deployment/web", "-n", ns, "--replicas="+n); err != nil {
+			t.Fatalf("kubectl scale at the edge: %v\n%s", err, out)
+		}
+	}
+	scale("3")
+	label := "drifted.edge.kubestellar.io/" + f.name
+	f.waitFor(f.up, gvrDeployments, ns, "web", func(o *unstructured.Unstructured) (bool, string) {
+		return o.GetLabels()[label] != "", fmt.Sprintf("labels %v", o.GetLabels())
+	})
+	held := f.waitFor(f.down, gvrDeployments, ns, "web", func(o *unstructured.Unstructured) (bool, string) {
+		a := o.GetAnnotations()
+		return a["edge.kubestellar.io/drift-held"] != "" && a["edge.kubestellar.io/drift-put-back"] != "", fmt.Sprintf("annotations %v", a)
+	})
+	if pb := held.GetAnnotations()["edge.kubestellar.io/drift-put-back"]; pb != `[{"field":["spec","replicas"],"value":1}]` {
+		t.Errorf("put-back note %s: want spec.replicas with the value the syncer wrote, 1", pb)
+	}
+
+	f.update(f.up, gvrDeployments, ns, "web", func(o *unstructured.Unstructured) {
+		l := o.GetLabels()
+		if l == nil {
+			l = map[string]string{}
+		}
+		l["example.com/release"] = "2"
+		o.SetLabels(l)
+	})
+	consistently(t, 2*time.Second, "the upstream change held while the edge is scaled up", func() (bool, string) {
+		o, err := f.get(f.down, gvrDeployments, ns, "web")
+		if err != nil {
+			return false, err.Error()
+		}
+		replicas, _, _ := unstructured.NestedInt64(o.Object, "spec", "replicas")
+		return replicas == 3 && o.GetLabels()["example.com/release"] == "", fmt.Sprintf("replicas %d, labels %v", replicas, o.GetLabels())
+	})
+
+	scale("1") // undone at the site
+	f.waitFor(f.down, gvrDeployments, ns, "web", func(o *unstructured.Unstructured) (bool, string) {
+		a := o.GetAnnotations()
+		replicas, _, _ := unstructured.NestedInt64(o.Object, "spec", "replicas")
+		return o.GetLabels()["example.com/release"] == "2" && replicas == 1 && a["edge.kubestellar.io/drift-held"] == "" && a["edge.kubestellar.io/drift-put-back"] == "",
+			fmt.Sprintf("replicas %d, labels %v, annotations %v", replicas, o.GetLabels(), a)
+	})
+	f.waitFor(f.up, gvrDeployments, ns, "web", func(o *unstructured.Unstructured) (bool, string) {
+		v, ok := o.GetLabels()[label]
+		return !ok, "label " + v
+	})
+	f.waitEvent(f.up, ns, "web", "DriftReleased", "the drifted fields were put back at the edge")
+	if n := p.metrics()[`kubestellar_syncer_drift_held_objects{}`]; n != 0 {
+		t.Errorf("drift_held_objects %v after the hotfix was undone, want 0", n)
+	}
+	// Drift again after the hold: held anew (the syncer took the field back and watches it again).
+	scale("2")
+	f.waitFor(f.up, gvrDeployments, ns, "web", func(o *unstructured.Unstructured) (bool, string) {
+		return o.GetLabels()[label] != "", fmt.Sprintf("labels %v", o.GetLabels())
+	})
+}
