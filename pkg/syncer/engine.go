@@ -161,7 +161,9 @@ func New(cfg Config) (*Syncer, error) {
 	}
 	if cfg.UpstreamSource == nil {
 		s.resolver.maxObjects = cfg.MaxObjectsPerResource // a Source's shared informers are not counted per workspace
+		s.resolver.apis.up = s.upCRDs
 	}
+	s.resolver.apis.down = s.downCRDs
 	if !cfg.Embedded {
 		cfg.Metrics.SetObjectCounter(s.countObjects)
 	}
@@ -363,6 +365,12 @@ func (s *Syncer) resolveOnce(ctx context.Context, _ string) (time.Duration, erro
 	s.watchBindings(ctx, next.bindings)
 	if s.cfg.OnResolved != nil {
 		s.cfg.OnResolved()
+	}
+	if wait := s.resolver.retryIn; wait > 0 {
+		// A CRD is Established that discovery does not show yet: no event will say when it does.
+		s.cfg.UpstreamDiscovery.Invalidate()
+		s.cfg.DownstreamDiscovery.Invalidate()
+		return wait, nil
 	}
 	return 0, nil
 }

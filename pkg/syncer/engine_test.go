@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,4 +95,80 @@ func TestDrainingBypassesTheBreaker(t *testing.T) {
 	if ok, _, _ := d.Allow(key); !ok {
 		t.Error("a draining engine's deletion held")
 	}
+}
+
+// TestRunResolvesAgainWhileDiscoveryIsBehind: with no discovery refresh period, an edge CRD that is
+// Established while the edge's discovery does not show its resource makes the engine read discovery
+// again on its own, and stop once discovery shows it: the wake-up that no CRD event would bring.
+func TestRunResolvesAgainWhileDiscoveryIsBehind(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	cfg := &unstructured.Unstructured{}
+	cfg.SetUnstructuredContent(syncerConfig("a", namespaceScope([]interface{}{"demo"}, "configmaps")).Object)
+	up, upDisc, _ := fakeSide(cfg)
+	down, _, fake := fakeSide(crd("widgets.example.com", "1", true))
+	downFake := &lockedDiscovery{FakeDiscovery: fake}
+	s, err := New(Config{UpstreamDynamic: up, UpstreamDiscovery: upDisc, DownstreamDynamic: down, DownstreamDiscovery: NewDiscovery(downFake),
+		SyncTargetName: "edge1", Workers: 1, StatusWorkers: 1, UpsyncWorkers: 1, Metrics: metrics.New(prometheus.NewRegistry())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	walks := func() int { return len(downFake.Actions()) }
+	// One walk is two requests (the group list, one group version); a resolve at start and three
+	// retries (0.25, 0.5 and 1 s later) make eight.
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return walks() >= 8, nil
+	}); err != nil {
+		t.Fatalf("discovery read %d times in all: the engine did not resolve again while discovery was behind the CRD", walks())
+	}
+	downFake.mu.Lock()
+	downFake.Resources = append(downFake.Resources, &metav1.APIResourceList{GroupVersion: "example.com/v1",
+		APIResources: []metav1.APIResource{{Name: "widgets", Kind: "Widget", Verbs: verbs}}})
+	downFake.mu.Unlock()
+	// The next retry (at most 16 s later) finds it; after that none follows.
+	var settled int
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, false, func(context.Context) (bool, error) {
+		n := walks()
+		time.Sleep(2 * time.Second)
+		settled = walks()
+		return settled == n, nil
+	}); err != nil {
+		t.Fatalf("discovery still read again and again once it shows widgets: %d requests", walks())
+	}
+	time.Sleep(time.Second)
+	if n := walks(); n != settled {
+		t.Errorf("discovery read again (%d -> %d requests) with nothing behind", settled, n)
+	}
+}
+
+// lockedDiscovery is a fake discovery whose resources a test may change while it is read.
+type lockedDiscovery struct {
+	mu sync.Mutex
+	*discoveryfake.FakeDiscovery
+}
+
+func (d *lockedDiscovery) ServerGroups() (*metav1.APIGroupList, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.FakeDiscovery.ServerGroups()
+}
+
+func (d *lockedDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.FakeDiscovery.ServerResourcesForGroupVersion(gv)
+}
+
+func (d *lockedDiscovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.FakeDiscovery.ServerGroupsAndResources()
 }

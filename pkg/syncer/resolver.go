@@ -73,6 +73,10 @@ type resolver struct {
 	// are the resources held for having more (holdOverfull).
 	maxObjects int
 	overfull   map[schema.GroupResource]informermanager.Overflow
+	// apis are both sides' CRDs; retryIn is how soon the last resolve asked to be run again, for a CRD
+	// Established that discovery did not show yet (0: not).
+	apis    announced
+	retryIn time.Duration
 
 	scanned      bool   // leftovers scan done downstream
 	upScanned    bool   // upsync leftovers scan done upstream
@@ -110,6 +114,7 @@ func (r *resolver) resolve(ctx context.Context, old *snapshot) (*snapshot, error
 	if err != nil {
 		return nil, fmt.Errorf("downstream discovery: %w", err)
 	}
+	r.retryIn = r.apis.retryIn(ctx, up, down)
 	next := resolveSelection(sel, old, up, down, r.fenced)
 	if b, ok := up.index.Lookup(apiBindingsResource, ""); ok {
 		next.bindings = b.GVR

@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
@@ -10,7 +12,9 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -275,6 +279,9 @@ type listProxy struct {
 	refused bool
 	// transport authenticates to the apiserver.
 	transport atomic.Pointer[http.RoundTripper]
+	// hidden is an API group the proxy's discovery does not show (hideGroup): the apiserver serves it,
+	// its discovery has not caught up yet.
+	hidden atomic.Pointer[string]
 }
 
 func startListProxy(t *testing.T, s *testenv.Server) *listProxy {
@@ -290,10 +297,16 @@ func startListProxy(t *testing.T, s *testenv.Server) *listProxy {
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.Out.URL.Scheme, r.Out.URL.Host, r.Out.Host = target.Scheme, target.Host, target.Host
 			r.Out.Header.Del("Authorization") // the proxy's own credentials go to the apiserver
+			if p.hidden.Load() != nil && isGroupList(r.In) {
+				// The plain group list (not aggregated discovery), uncompressed, for hideGroup to filter.
+				r.Out.Header.Set("Accept", "application/json")
+				r.Out.Header.Del("Accept-Encoding")
+			}
 		},
-		Transport:     p,
-		FlushInterval: -1, // watches stream
-		ErrorLog:      log.New(io.Discard, "", 0),
+		ModifyResponse: p.filterGroups,
+		Transport:      p,
+		FlushInterval:  -1, // watches stream
+		ErrorLog:       log.New(io.Discard, "", 0),
 	}
 	srv := &http.Server{Addr: p.addr, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0),
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -306,6 +319,10 @@ func startListProxy(t *testing.T, s *testenv.Server) *listProxy {
 			stop := context.AfterFunc(epoch, cancel)
 			defer stop()
 			r = r.WithContext(ctx)
+			if p.hides(r) {
+				http.NotFound(w, r)
+				return
+			}
 			for readsCollection(r) && p.holding() {
 				select {
 				case <-time.After(50 * time.Millisecond):
@@ -378,6 +395,59 @@ func (p *listProxy) holding() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return time.Now().Before(p.hold)
+}
+
+// hideGroup makes the proxy's discovery leave out an API group ("" shows every group again): the
+// group list omits it and its group versions are not found, while its resources are served as usual —
+// an apiserver whose discovery lags behind a CRD it has Established.
+func (p *listProxy) hideGroup(group string) {
+	if group == "" {
+		p.hidden.Store(nil)
+		return
+	}
+	p.hidden.Store(&group)
+}
+
+// isGroupList tells whether a request reads the apiserver's list of API groups.
+func isGroupList(r *http.Request) bool {
+	return r.Method == http.MethodGet && strings.TrimSuffix(r.URL.Path, "/") == "/apis"
+}
+
+// hides tells whether a request reads the discovery of the hidden group (/apis/<group> or
+// /apis/<group>/<version>).
+func (p *listProxy) hides(r *http.Request) bool {
+	g := p.hidden.Load()
+	if g == nil || r.Method != http.MethodGet {
+		return false
+	}
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	return len(parts) >= 2 && len(parts) <= 3 && parts[0] == "apis" && parts[1] == *g
+}
+
+// filterGroups leaves the hidden group out of a group list.
+func (p *listProxy) filterGroups(resp *http.Response) error {
+	g := p.hidden.Load()
+	if g == nil || !isGroupList(resp.Request) || resp.StatusCode != http.StatusOK {
+		return nil
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	var list metav1.APIGroupList
+	if err := json.Unmarshal(body, &list); err != nil {
+		return fmt.Errorf("the group list is not an APIGroupList: %w", err)
+	}
+	list.Groups = slices.DeleteFunc(list.Groups, func(group metav1.APIGroup) bool { return group.Name == *g })
+	if body, err = json.Marshal(list); err != nil {
+		return err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	resp.Header.Set("Content-Type", "application/json")
+	return nil
 }
 
 // holdLists holds lists back for d from now.
