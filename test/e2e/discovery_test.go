@@ -41,7 +41,7 @@ func TestEdgeDiscoveryBehindCRD(t *testing.T) {
 
 	px := startListProxy(t, env.Downstream)
 	px.hideGroup(group)
-	p := f.startSyncer(withArgs("--downstream-kubeconfig="+px.kubeconfig(t, env.Downstream), "--discovery-refresh-period=30m"))
+	p := f.startSyncer(f.ownConfigs(), withArgs("--downstream-kubeconfig="+px.kubeconfig(t, env.Downstream), "--discovery-refresh-period=30m"))
 	f.waitFor(f.down, gvrCRDs, "", crd.GetName(), established)
 	consistently(t, 2*time.Second, "the widget waiting while the edge's discovery does not show widgets", func() (bool, string) {
 		_, err := f.get(f.down, widgets, ns, "w")
