@@ -23,91 +23,80 @@ import (
 	"github.com/kubestellar/syncer/pkg/logging"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/metrics"
-	"github.com/kubestellar/syncer/pkg/report"
 	"github.com/kubestellar/syncer/pkg/selection"
 )
 
-// process makes the downstream object of one key match its upstream counterpart: create or update it
-// when it is selected, delete it when it is owned and no longer selected. It returns a delay when the
-// key must be looked at again later for a reason that is not an error.
+// process makes the downstream object of one key match its upstream counterpart: what both caches
+// hold for it is gathered, taken through the gates (gates.go), then written at the edge when it is
+// wanted there, or its edge copy deleted when it is the syncer's and no longer wanted. It returns a
+// delay when the key must be looked at again later for a reason that is not an error.
 func (c *Controller) process(ctx context.Context, key framework.Key) (time.Duration, error) {
-	logger := klog.FromContext(ctx)
 	// Before reading the caches: whatever this processing decides, it decides on what it reads, and
 	// an earlier write's event may not have reached them yet.
 	c.echoes.forget(key)
+	in, ok, err := c.gather(ctx, key)
+	if !ok || err != nil {
+		return 0, err
+	}
+	if v := c.admit(ctx, in, keyGates); v.stop {
+		return v.after, v.err
+	}
+	if in.wanted {
+		if v := c.admit(ctx, in, writeGates); v.stop {
+			return v.after, v.err
+		}
+		return c.write(ctx, key, in.r, in.up, in.desired, in.down, writeOptions{retain: in.opts.Retain, reportOnly: in.reportOnly})
+	}
+	if v := c.admit(ctx, in, deleteGates); v.stop {
+		return v.after, v.err
+	}
+	client := c.cfg.Downstream.Resource(in.r.Downstream).Namespace(key.Namespace)
+	_, err = c.writes.DeleteOwned(ctx, client, key, in.down, "Deleted downstream object")
+	return 0, err
+}
+
+// gather reads what both caches hold for a key, and whether its upstream object is selected and
+// wanted at the edge. ok is false when there is nothing to decide yet: the resource is no longer
+// looked after, not served at the edge, or a cache has not synced (an event brings the key back).
+func (c *Controller) gather(ctx context.Context, key framework.Key) (in *input, ok bool, err error) {
+	logger := klog.FromContext(ctx)
 	gr := key.GVR.GroupResource()
 	r, ok := c.cfg.Selection.Resource(gr)
 	if !ok {
-		return 0, nil // no longer looked after; a resolve that brings it back enqueues it again
+		return nil, false, nil // no longer looked after; a resolve that brings it back enqueues it again
 	}
 	if r.Downstream.Empty() {
 		logger.V(logging.Skip).Info("Waiting for the resource to be served downstream")
-		return 0, nil // the informer's sync will enqueue it again
+		return nil, false, nil // the informer's sync will enqueue it again
 	}
-	downObj, synced, err := framework.Cached(c.cfg.DownstreamInformers, r.Downstream, key.Namespace, r.Rename.DownName(key.Name))
-	if err != nil || !synced {
-		return 0, err // not synced: enqueued again when the downstream cache syncs
+	in = &input{key: key, r: r}
+	var synced bool
+	if in.down, synced, err = framework.Cached(c.cfg.DownstreamInformers, r.Downstream, key.Namespace, r.Rename.DownName(key.Name)); err != nil || !synced {
+		return nil, false, err // not synced: enqueued again when the downstream cache syncs
 	}
-	var upObj *unstructured.Unstructured
-	early := false
 	if !r.Upstream.Empty() {
-		if upObj, synced, err = framework.Cached(c.cfg.UpstreamInformers, r.Upstream, key.Namespace, key.Name); err != nil {
-			return 0, err
+		if in.up, synced, err = framework.Cached(c.cfg.UpstreamInformers, r.Upstream, key.Namespace, key.Name); err != nil {
+			return nil, false, err
 		}
 		if !synced {
-			if upObj = c.early.get(r.Upstream, key.Namespace, key.Name); upObj == nil {
-				return 0, nil // not synced: enqueued again when the upstream cache syncs
+			if in.up = c.early.get(r.Upstream, key.Namespace, key.Name); in.up == nil {
+				return nil, false, nil // not synced: enqueued again when the upstream cache syncs
 			}
-			early = true
+			in.early = true
 		}
 	}
-
-	var upSel selection.Object
-	if upObj != nil {
-		upSel = selection.ObjectOf(gr, upObj)
+	if in.up != nil {
+		in.sel = selection.ObjectOf(gr, in.up)
 	}
-	selected := upObj != nil && upObj.GetDeletionTimestamp() == nil && c.cfg.Selection.Matches(upSel)
-	markedUpsynced := selected && mapping.OwnedUpstream(upObj)
-	wanted := selected && !markedUpsynced // copies upsync wrote upstream are never downsynced back
-	if wanted && mapping.SystemObject(gr, upObj) && !c.cfg.Selection.NamesExplicitly(upSel) {
+	in.selected = in.up != nil && in.up.GetDeletionTimestamp() == nil && c.cfg.Selection.Matches(in.sel)
+	in.markedUpsynced = in.selected && mapping.OwnedUpstream(in.up)
+	in.wanted = in.selected && !in.markedUpsynced // copies upsync wrote upstream are never downsynced back
+	if in.wanted && mapping.SystemObject(gr, in.up) && !c.cfg.Selection.NamesExplicitly(in.sel) {
 		// The apiserver's own object (root CA, default ServiceAccount, token): each side has its own.
 		logger.V(logging.Skip).Info("Not downsyncing an object the apiserver makes itself; name it explicitly to sync it")
-		wanted = false
+		in.wanted = false
 	}
-	if after, held := c.paused(ctx, key, upObj, downObj, upSel, selected); held {
-		logger.V(logging.Skip).Info("Paused: not writing", "resumeIn", after.Round(time.Second).String())
-		return after, nil
-	}
-	if early {
-		// Streamed in before the upstream cache synced: written if wanted; anything else (a delete,
-		// the copy a rename replaces) waits for the complete cache, which enqueues the key again.
-		if !wanted {
-			return 0, nil
-		}
-		logger.V(logging.Trace).Info("Writing an object streamed in before the upstream cache synced")
-		return c.apply(ctx, key, r, upObj, downObj)
-	}
-	if wanted {
-		if err := c.deleteUnrenamed(ctx, key, r, upObj); err != nil {
-			return 0, err
-		}
-		return c.apply(ctx, key, r, upObj, downObj)
-	}
-	if r.Upstream.Empty() && downObj != nil && (r.Held || c.cfg.Selection.Mentions(gr, downObj.GetKind())) {
-		// Selected, but the API is not served upstream right now, or held for having too many
-		// objects there: hold, never delete on a guess.
-		logger.V(logging.Skip).Info("Holding: resource selected but not served upstream, or held")
-		return 0, nil
-	}
-	c.takenAgain(key)
-	c.withheld.Clear(key) // not wanted: nothing to verify or withhold any more
-	c.warned.Clear(key)
-	if markedUpsynced {
-		c.upsyncedCopy(ctx, key, upObj)
-	} else {
-		c.writes.ClearConflict(key)
-	}
-	return c.delete(ctx, key, r, downObj)
+	return in, true, nil
 }
 
 // upsyncedCopy says why a selected upstream object carrying an upsync mark is not downsynced: at
@@ -142,46 +131,7 @@ func (c *Controller) deleteUnrenamed(ctx context.Context, key framework.Key, r R
 	return err
 }
 
-// delete deletes an owned downstream object that is no longer wanted, once the deletion breaker lets
-// it (it may ask to look again after a while).
-func (c *Controller) delete(ctx context.Context, key framework.Key, r Resource, downObj *unstructured.Unstructured) (time.Duration, error) {
-	c.cfg.Report.Forget(key) // nothing to report unless it would be deleted (below)
-	c.recordDrift(key, "")
-	if kept, why, kv := c.keptAtEdge(downObj); kept {
-		if c.cfg.Deletions != nil {
-			c.cfg.Deletions.Forget(key) // no deletion due for it (any more), if one was held
-		}
-		if why != "" {
-			klog.FromContext(ctx).V(logging.Skip).Info(why, kv...)
-		}
-		return 0, nil
-	}
-	if c.cfg.ReportOnly || c.cfg.Selection.ReportsOnly(upstreamOf(key, r, downObj)) {
-		// Report-only, or its copy is what only report-only configs select (its upstream object gone).
-		c.reported(ctx, key, report.Entry{Action: report.Delete})
-		return 0, nil
-	}
-	if d := c.cfg.Deletions; d != nil {
-		switch ok, wait, tripped := d.Allow(key); {
-		case tripped:
-			klog.FromContext(ctx).Info("Holding every deletion at the edge: too many fell due at once (the deletion breaker); see condition DeletionsHeld on the SyncerConfigs")
-			if c.cfg.OnDeletionsHeld != nil {
-				c.cfg.OnDeletionsHeld()
-			}
-			return 0, nil
-		case wait > 0:
-			return wait, nil // counted with the others due now
-		case !ok:
-			klog.FromContext(ctx).V(logging.Change).Info("Deletion held by the deletion breaker")
-			return 0, nil
-		}
-	}
-	client := c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace)
-	_, err := c.writes.DeleteOwned(ctx, client, key, downObj, "Deleted downstream object")
-	return 0, err
-}
-
-// keptAtEdge tells whether delete leaves an edge object alone, breaker and report-only aside: none
+// keptAtEdge tells whether a deletion leaves an edge object alone, breaker and report-only aside: none
 // there, not owned or going already (said nowhere), another syncer's or workspace's, or kept by its
 // marks; why is the log line saying so, with its key/values.
 func (c *Controller) keptAtEdge(downObj *unstructured.Unstructured) (kept bool, why string, kv []interface{}) {
@@ -211,62 +161,6 @@ func upstreamOf(key framework.Key, r Resource, downObj *unstructured.Unstructure
 		o.Kind = r.Rename.Up.Kind
 	}
 	return o
-}
-
-// apply creates or updates the downstream object of a wanted upstream object.
-func (c *Controller) apply(ctx context.Context, key framework.Key, r Resource, upObj, downObj *unstructured.Unstructured) (time.Duration, error) {
-	logger := klog.FromContext(ctx)
-	if c.cfg.Deletions != nil {
-		c.cfg.Deletions.Forget(key) // wanted again, if its deletion was held
-	}
-	// The namespace first: a cheap look at the cache, where mapping the object is not.
-	if r.Namespaced {
-		wait, terminating, err := c.namespaceMissing(key.Namespace)
-		if c.waitingOnTerminating(key, key.Namespace, terminating) {
-			logger.V(logging.Change).Info("Waiting for the namespace to finish terminating at the edge", "namespace", key.Namespace)
-		}
-		if wait && !terminating && c.reportsOnly(key, upObj) {
-			c.reported(ctx, key, report.Entry{Action: report.Create}) // its namespace would be created first
-			return 0, nil
-		}
-		if err != nil || wait {
-			if wait && !terminating {
-				logger.V(logging.Skip).Info("Waiting for the namespace downstream")
-				c.namespaceWanted(key.Namespace)
-			}
-			return 0, err // the namespace's arrival enqueues this key again
-		}
-	}
-	if c.tooLarge(ctx, key, upObj) {
-		return 0, nil // its next change brings the key back
-	}
-	upObj, ok := c.verified(ctx, key, upObj, r.Rename != nil)
-	if !ok {
-		return 0, nil // its next change brings the key back
-	}
-	opts := c.cfg.Mapping
-	sel := selection.ObjectOf(key.GVR.GroupResource(), upObj)
-	opts.KeepOnDelete = !c.cfg.Selection.PropagatesDeletion(sel)
-	opts.Rename, opts.Generation = r.Rename, r.UpstreamHasStatus
-	retain, known := c.retained(sel, key, r, upObj)
-	if !known {
-		logger.V(logging.Skip).Info("Waiting for the edge's autoscalers to be listed: its replicas may be theirs")
-		return autoscalersWait, nil
-	}
-	opts.Retain = retain
-	desired, err := mapping.ToDownstream(upObj, opts)
-	if err != nil {
-		c.writes.Unmappable(ctx, key, err)
-		return 0, nil
-	}
-	reportOnly := c.reportsOnly(key, upObj)
-	if !reportOnly {
-		c.cfg.Report.Forget(key) // no longer only reported (a config's reportOnly switched off)
-		if held, err := c.heldDrift(ctx, key, r, upObj, desired, downObj); held || err != nil {
-			return 0, err // held: the note's or the acknowledgement's event brings the key back
-		}
-	}
-	return c.write(ctx, key, r, upObj, desired, downObj, writeOptions{retain: opts.Retain, reportOnly: reportOnly})
 }
 
 // autoscalersWait is how long an object with replicas waits for the edge's autoscalers to be listed.

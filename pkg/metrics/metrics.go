@@ -64,6 +64,10 @@ type Metrics struct {
 	APIRequests *prometheus.CounterVec
 	// Writes counts writes the syncer made or attempted, by direction, resource and result.
 	Writes *prometheus.CounterVec
+	// GateVerdicts counts the keys a per-object policy stopped, by direction, gate (its name in the
+	// controller's ordered list) and verdict: hold (until an event brings the key back), wait (looked
+	// at again after a while) or error (retried with backoff). Keys a gate lets through are not counted.
+	GateVerdicts *prometheus.CounterVec
 	// Orphans counts the objects the audit found that the syncer should have deleted and had not
 	// (an edge copy whose upstream object is gone; an upstream copy whose edge object is gone), by
 	// direction and resource: each is processed again. It stays at 0 unless a deletion was missed.
@@ -142,6 +146,9 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "API requests sent by the syncer, by side, verb and HTTP status code."}, []string{"side", "verb", "code"}),
 		Writes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "writes_total",
 			Help: "Writes made or attempted by the syncer, by direction, resource and result."}, []string{"direction", "resource", "result"}),
+		GateVerdicts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "gate_verdicts_total",
+			Help: "Keys a per-object policy (gate) stopped, by direction, gate and verdict: hold (until an event brings the key back), wait (looked at again after a while), error (retried)."},
+			[]string{"direction", "gate", "verdict"}),
 		Orphans: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "orphans_found_total",
 			Help: "Objects the audit found that the syncer should have deleted and had not, by direction and resource (each is processed again); 0 unless a deletion was missed."},
 			[]string{"direction", "resource"}),
@@ -203,7 +210,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			m.APIRequests.WithLabelValues(side, verb, code)
 		}
 	}
-	reg.MustRegister(m.APIRequests, m.Writes, m.Orphans, m.EdgeWarnings, m.DeletionsHeld, m.DriftHeld, m.ResourcesOverLimit, m.Workspaces, m.InformersRunning, m.InformersSynced, m.SyncLatency, m.Leader,
+	reg.MustRegister(m.APIRequests, m.Writes, m.GateVerdicts, m.Orphans, m.EdgeWarnings, m.DeletionsHeld, m.DriftHeld, m.ResourcesOverLimit, m.Workspaces, m.InformersRunning, m.InformersSynced, m.SyncLatency, m.Leader,
 		m.LastHeartbeat, m.ClientRequests, m.ClientRequestLatency, m.ClientRateLimiterLatency, m.objects,
 		q.depth, q.adds, q.latency, q.workDuration, q.unfinished, q.longest, q.retries,
 		buildInfo(version.Get()))

@@ -1,0 +1,211 @@
+package downsync
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubestellar/syncer/pkg/framework"
+	"github.com/kubestellar/syncer/pkg/mapping"
+	"github.com/kubestellar/syncer/pkg/report"
+	"github.com/kubestellar/syncer/pkg/selection"
+)
+
+// waitingDeletions is a deletion breaker that asks every deletion to wait.
+type waitingDeletions struct{}
+
+func (waitingDeletions) Allow(framework.Key) (bool, time.Duration, bool) {
+	return false, time.Second, false
+}
+func (waitingDeletions) Forget(framework.Key) {}
+
+// gateCase is one gate given one input: whether it stops the key, and when it is looked at again.
+type gateCase struct {
+	name       string
+	gate       func(*Controller, context.Context, *input) verdict
+	in         func(t *testing.T) *input
+	setup      func(c *Controller)
+	stop       bool
+	after      time.Duration
+	err        bool
+	afterwards func(t *testing.T, c *Controller, in *input)
+}
+
+// inputOf is what gather makes of the fixed ConfigMap key with these objects (either may be nil).
+func inputOf(up, down *unstructured.Unstructured) *input {
+	in := &input{key: key, r: Resource{Upstream: cmGVR, Downstream: cmGVR, Namespaced: true}, up: up, down: down}
+	if up != nil {
+		in.sel = selection.ObjectOf(cmGVR.GroupResource(), up)
+		in.selected, in.wanted = true, true
+	}
+	return in
+}
+
+// TestGates: each gate alone, on what gather would hand it, as cert-manager tests each check of its
+// policy chains. The lists' order is what process applies; each gate says go on or stop (and when the
+// key comes back).
+func TestGates(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	for _, tc := range []gateCase{
+		{name: "pause: an upstream pause holds", gate: (*Controller).pauseGate,
+			in: func(*testing.T) *input { return inputOf(pausedAt(upCM, "2026-11-27T10:00:00Z"), nil) }, stop: true,
+			after: mapping.ResumeAfter(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC), now)},
+		{name: "pause: none", gate: (*Controller).pauseGate, in: func(*testing.T) *input { return inputOf(upCM, nil) }},
+		{name: "early: not wanted stops", gate: (*Controller).earlyGate,
+			in: func(*testing.T) *input { in := inputOf(upCM, nil); in.early, in.wanted = true, false; return in }, stop: true},
+		{name: "early: wanted goes on", gate: (*Controller).earlyGate,
+			in: func(*testing.T) *input { in := inputOf(upCM, nil); in.early = true; return in }},
+		{name: "namespace: missing at the edge", gate: (*Controller).namespaceGate, in: func(*testing.T) *input { return inputOf(upCM, nil) }, stop: true},
+		{name: "namespace: missing, report-only reports the create", gate: (*Controller).namespaceGate,
+			in: func(*testing.T) *input { return inputOf(upCM, nil) }, setup: func(c *Controller) { c.cfg.ReportOnly = true }, stop: true,
+			afterwards: func(t *testing.T, c *Controller, _ *input) {
+				if e := c.cfg.Report.Entries(); len(e) != 1 || e[0].Action != report.Create {
+					t.Errorf("report %+v, want a create", e)
+				}
+			}},
+		{name: "size: a stub is withheld", gate: (*Controller).sizeGate,
+			in: func(*testing.T) *input { return inputOf(mapping.TooLargeStub(upCM, 70000, 65536), nil) }, stop: true},
+		{name: "size: under the limit", gate: (*Controller).sizeGate, in: func(*testing.T) *input { return inputOf(upCM, nil) }},
+		{name: "signature: withheld under Enforce", gate: (*Controller).signatureGate, in: func(*testing.T) *input { return inputOf(upCM, nil) },
+			setup: func(c *Controller) {
+				c.cfg.Signatures = fixedSignatures{err: errors.New("no signature"), enforce: true}
+			}, stop: true},
+		{name: "signature: the signed object replaces the cache's", gate: (*Controller).signatureGate,
+			in: func(*testing.T) *input { return inputOf(upCM, nil) },
+			setup: func(c *Controller) {
+				signed := upCM.DeepCopy()
+				signed.SetLabels(map[string]string{"signed": "yes"})
+				c.cfg.Signatures = fixedSignatures{signed: signed}
+			},
+			afterwards: func(t *testing.T, _ *Controller, in *input) {
+				if in.up.GetLabels()["signed"] != "yes" || in.sel.Labels.Get("signed") != "yes" {
+					t.Errorf("after the signature: object labels %v, matched as %v; want the signed object's", in.up.GetLabels(), in.sel.Labels)
+				}
+			}},
+		{name: "retain: replicas wait for the autoscalers", gate: (*Controller).retainGate,
+			in: func(*testing.T) *input {
+				d := u("apps/v1", "Deployment", "a", "x", nil)
+				_ = unstructured.SetNestedField(d.Object, int64(2), "spec", "replicas")
+				return inputOf(d, nil)
+			},
+			setup: func(c *Controller) { c.cfg.Autoscalers = unknownAutoscalers{} }, stop: true, after: autoscalersWait},
+		{name: "mapping: the object to write", gate: (*Controller).mappingGate, in: func(*testing.T) *input { return inputOf(upCM, nil) },
+			afterwards: func(t *testing.T, _ *Controller, in *input) {
+				if in.desired == nil || !mapping.OwnedDownstream(in.desired) || in.reportOnly {
+					t.Errorf("desired %v, report-only %v", in.desired, in.reportOnly)
+				}
+			}},
+		{name: "drift: not looked at when only reported", gate: (*Controller).driftGate,
+			in: func(*testing.T) *input { in := inputOf(upCM, nil); in.reportOnly = true; return in }},
+		{name: "served: an API missing upstream holds the edge copy", gate: (*Controller).servedGate,
+			in: func(t *testing.T) *input {
+				in := inputOf(nil, owned(t, upCM))
+				in.r.Upstream = schema.GroupVersionResource{} // selected, not served upstream now
+				return in
+			}, stop: true},
+		{name: "served: held for its count", gate: (*Controller).servedGate,
+			in: func(t *testing.T) *input {
+				in := inputOf(nil, owned(t, upCM))
+				in.r = Resource{Downstream: cmGVR, Held: true}
+				return in
+			}, stop: true},
+		{name: "served: gone upstream", gate: (*Controller).servedGate, in: func(t *testing.T) *input { return inputOf(nil, owned(t, upCM)) }},
+		{name: "kept: nothing at the edge", gate: (*Controller).keptGate, in: func(*testing.T) *input { return inputOf(nil, nil) }, stop: true},
+		{name: "kept: not the syncer's", gate: (*Controller).keptGate, in: func(*testing.T) *input { return inputOf(nil, unowned) }, stop: true},
+		{name: "kept: the syncer's goes", gate: (*Controller).keptGate, in: func(t *testing.T) *input { return inputOf(nil, owned(t, upCM)) }},
+		{name: "report-only: the deletion is reported", gate: (*Controller).reportOnlyDeleteGate,
+			in: func(t *testing.T) *input { return inputOf(nil, owned(t, upCM)) }, setup: func(c *Controller) { c.cfg.ReportOnly = true }, stop: true,
+			afterwards: func(t *testing.T, c *Controller, _ *input) {
+				if e := c.cfg.Report.Entries(); len(e) != 1 || e[0].Action != report.Delete {
+					t.Errorf("report %+v, want a delete", e)
+				}
+			}},
+		{name: "breaker: held", gate: (*Controller).breakerGate, in: func(t *testing.T) *input { return inputOf(nil, owned(t, upCM)) },
+			setup: func(c *Controller) { c.cfg.Deletions = &refusingDeletions{} }, stop: true},
+		{name: "breaker: counted with the others due", gate: (*Controller).breakerGate, in: func(t *testing.T) *input { return inputOf(nil, owned(t, upCM)) },
+			setup: func(c *Controller) { c.cfg.Deletions = waitingDeletions{} }, stop: true, after: time.Second},
+		{name: "breaker: none", gate: (*Controller).breakerGate, in: func(t *testing.T) *input { return inputOf(nil, owned(t, upCM)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, selecting("a"), nil, nil)
+			h.c.cfg.Now = func() time.Time { return now }
+			if tc.setup != nil {
+				tc.setup(h.c)
+			}
+			in := tc.in(t)
+			v := tc.gate(h.c, ctx, in)
+			if v.stop != tc.stop || v.after != tc.after || (v.err != nil) != tc.err {
+				t.Errorf("verdict %+v, want stop %v after %v error %v", v, tc.stop, tc.after, tc.err)
+			}
+			if tc.afterwards != nil {
+				tc.afterwards(t, h.c, in)
+			}
+		})
+	}
+}
+
+// fixedSignatures verifies every object as signed, or none with err.
+type fixedSignatures struct {
+	signed  *unstructured.Unstructured
+	err     error
+	enforce bool
+}
+
+func (f fixedSignatures) Verify(*unstructured.Unstructured) (*unstructured.Unstructured, string, error) {
+	return f.signed, "k", f.err
+}
+func (f fixedSignatures) Enforce() bool { return f.enforce }
+
+// unknownAutoscalers has not listed the edge's autoscalers yet.
+type unknownAutoscalers struct{}
+
+func (unknownAutoscalers) Scales(schema.GroupKind, string, string) (bool, bool) { return false, false }
+
+// TestGateLists: every gate is named once; the lists hold the policies in the order gates.go gives.
+func TestGateLists(t *testing.T) {
+	seen := map[string]bool{}
+	var names []string
+	for _, list := range [][]gate{keyGates, writeGates, deleteGates} {
+		for _, g := range list {
+			if g.admit == nil || g.name == "" {
+				t.Errorf("gate %q without a name or a function", g.name)
+			}
+			if seen[g.name] {
+				t.Errorf("gate %q listed twice", g.name)
+			}
+			seen[g.name] = true
+			names = append(names, g.name)
+		}
+	}
+	t.Logf("gates: %v", names)
+}
+
+// TestGateVerdictCounted: the gate that stops a key is counted by name and verdict; the gates it
+// passed are not.
+func TestGateVerdictCounted(t *testing.T) {
+	h := newHarness(t, selecting("a"), objs(pausedAt(upCM, "2026-11-27T10:00:00Z"), nsA), objs(nsA))
+	h.c.cfg.Now = func() time.Time { return time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC) }
+	if _, err := h.c.process(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	h.c.cfg.Now = func() time.Time { return time.Date(2026, 11, 27, 11, 0, 0, 0, time.UTC) } // the pause is over
+	if _, err := h.c.process(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	count := func(gate, verdict string) float64 {
+		return testutil.ToFloat64(h.m.GateVerdicts.WithLabelValues("downsync", gate, verdict))
+	}
+	if count("pause", "wait") != 1 || count("pause", "hold") != 0 || count("namespace", "hold") != 0 {
+		t.Errorf("verdicts: pause wait %v, pause hold %v, namespace hold %v; want the one pause counted", count("pause", "wait"),
+			count("pause", "hold"), count("namespace", "hold"))
+	}
+	if len(h.actions()) == 0 {
+		t.Error("nothing written once the pause was over")
+	}
+}
