@@ -17,7 +17,7 @@ import (
 
 // pauseGate holds a paused key, whatever else would be done with it, until its pause ends.
 func (c *Controller) pauseGate(ctx context.Context, in *input) verdict {
-	if after, held := c.paused(ctx, in.key, in.up, in.down, in.sel, in.selected); held {
+	if after, held := c.paused(ctx, in); held {
 		klog.FromContext(ctx).V(logging.Skip).Info("Paused: not writing", "resumeIn", after.Round(time.Second).String())
 		return stopHere(after, nil)
 	}
@@ -40,7 +40,7 @@ func (c *Controller) earlyGate(ctx context.Context, in *input) verdict {
 // A deletion the breaker held is no longer due: the object is wanted again.
 func (c *Controller) renamedGate(ctx context.Context, in *input) verdict {
 	if !in.early {
-		if err := c.deleteUnrenamed(ctx, in.key, in.r, in.up); err != nil {
+		if err := c.deleteUnrenamed(ctx, in.key, in.r, c.reportsOnly(in)); err != nil {
 			return stopHere(0, err)
 		}
 	}
@@ -60,7 +60,7 @@ func (c *Controller) namespaceGate(ctx context.Context, in *input) verdict {
 	if c.waitingOnTerminating(in.key, ns, terminating) {
 		logger.V(logging.Change).Info("Waiting for the namespace to finish terminating at the edge", "namespace", ns)
 	}
-	if wait && !terminating && c.reportsOnly(in.key, in.up) {
+	if wait && !terminating && c.reportsOnly(in) {
 		c.reported(ctx, in.key, report.Entry{Action: report.Create}) // its namespace would be created first
 		return stopHere(0, nil)
 	}
@@ -91,6 +91,7 @@ func (c *Controller) signatureGate(ctx context.Context, in *input) verdict {
 	}
 	if up != in.up {
 		in.up, in.sel = up, selection.ObjectOf(in.key.GVR.GroupResource(), up)
+		in.policy = c.cfg.Selection.PolicyOf(in.sel, in.now)
 	}
 	return goOn
 }
@@ -98,7 +99,7 @@ func (c *Controller) signatureGate(ctx context.Context, in *input) verdict {
 // retainGate names the fields the edge owns; an object with replicas waits for the edge's
 // autoscalers to be listed.
 func (c *Controller) retainGate(ctx context.Context, in *input) verdict {
-	retain, known := c.retained(in.sel, in.key, in.r, in.up)
+	retain, known := c.retained(in.policy.Retain, in.key, in.r, in.up)
 	if !known {
 		klog.FromContext(ctx).V(logging.Skip).Info("Waiting for the edge's autoscalers to be listed: its replicas may be theirs")
 		return stopHere(autoscalersWait, nil)
@@ -111,7 +112,7 @@ func (c *Controller) retainGate(ctx context.Context, in *input) verdict {
 // said, and its next change brings the key back.
 func (c *Controller) mappingGate(ctx context.Context, in *input) verdict {
 	opts := c.cfg.Mapping
-	opts.KeepOnDelete = !c.cfg.Selection.PropagatesDeletion(in.sel)
+	opts.KeepOnDelete = !in.policy.PropagatesDeletion
 	opts.Rename, opts.Generation, opts.Retain = in.r.Rename, in.r.UpstreamHasStatus, in.opts.Retain
 	desired, err := mapping.ToDownstream(in.up, opts)
 	if err != nil {
@@ -119,7 +120,7 @@ func (c *Controller) mappingGate(ctx context.Context, in *input) verdict {
 		return stopHere(0, nil)
 	}
 	in.opts, in.desired = opts, desired
-	in.reportOnly = c.reportsOnly(in.key, in.up)
+	in.reportOnly = c.reportsOnly(in)
 	if !in.reportOnly {
 		c.cfg.Report.Forget(in.key) // no longer only reported (a config's reportOnly switched off)
 	}
@@ -132,7 +133,7 @@ func (c *Controller) driftGate(ctx context.Context, in *input) verdict {
 	if in.reportOnly {
 		return goOn
 	}
-	if held, err := c.heldDrift(ctx, in.key, in.r, in.up, in.desired, in.down); held || err != nil {
+	if held, err := c.heldDrift(ctx, in.key, in.r, in.up, in.desired, in.down, in.policy.Drift); held || err != nil {
 		return stopHere(0, err)
 	}
 	return goOn
@@ -183,7 +184,7 @@ func (c *Controller) keptGate(ctx context.Context, in *input) verdict {
 // reportOnlyDeleteGate reports the deletion instead of making it: the syncer runs report-only, or
 // the edge copy is what only report-only configs select (its upstream object gone).
 func (c *Controller) reportOnlyDeleteGate(ctx context.Context, in *input) verdict {
-	if c.cfg.ReportOnly || c.cfg.Selection.ReportsOnly(upstreamOf(in.key, in.r, in.down)) {
+	if c.cfg.ReportOnly || c.cfg.Selection.PolicyOf(upstreamOf(in.key, in.r, in.down), in.now).ReportOnly {
 		c.reported(ctx, in.key, report.Entry{Action: report.Delete})
 		return stopHere(0, nil)
 	}

@@ -63,21 +63,14 @@ type Selection interface {
 	Resource(gr schema.GroupResource) (Resource, bool)
 	// Matches tells whether an upstream object is selected.
 	Matches(o selection.Object) bool
+	// PolicyOf is what the configs selecting an object say of it at now: whether it is selected, its
+	// retained fields, drift policy, pause, report-only, deletion (selection.Policy).
+	PolicyOf(o selection.Object, now time.Time) selection.Policy
 	// NamesExplicitly tells whether a config names the object itself, not only through a wildcard.
 	NamesExplicitly(o selection.Object) bool
 	// Mentions tells whether any config names the resource (whose objects are of the kind, "" when
 	// unknown), served or not.
 	Mentions(gr schema.GroupResource, kind string) bool
-	// PropagatesDeletion tells whether a selected object's edge copy goes when the object goes.
-	PropagatesDeletion(o selection.Object) bool
-	// RetainedFields are the fields of a selected object that the edge owns, sorted.
-	RetainedFields(o selection.Object) []mapping.FieldPath
-	// DriftPolicy is what to do when a selected object's edge copy drifts, as its entries say.
-	DriftPolicy(o selection.Object) mapping.DriftPolicy
-	// ReportsOnly tells whether every SyncerConfig selecting an object only reports (spec.reportOnly).
-	ReportsOnly(o selection.Object) bool
-	// PausedUntil tells whether the SyncerConfigs selecting an object pause it at now, and until when.
-	PausedUntil(o selection.Object, now time.Time) (time.Time, bool)
 	// Resources lists the selected resources read upstream (their Upstream set; Downstream when the
 	// edge serves them).
 	Resources() []Resource

@@ -15,7 +15,6 @@ import (
 
 	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/mapping"
-	"github.com/kubestellar/syncer/pkg/selection"
 )
 
 // DriftFieldManager is the field manager of the syncer's own note on a held edge copy
@@ -32,8 +31,9 @@ const maxDriftsTold = 10
 // (mapping.AcknowledgeDriftAnnotation) or the drifted fields are put back at the edge to what downsync
 // last wrote (mapping.PutBack), both written in the same pass, or when the edge copy matches upstream
 // again or the policy is Correct; then the notes are removed (and the object written on the next pass).
-func (c *Controller) heldDrift(ctx context.Context, key framework.Key, r Resource, upObj, desired, downObj *unstructured.Unstructured) (held bool, err error) {
-	policy := c.driftPolicy(ctx, key, upObj) // read first: a bad value is said when first seen
+func (c *Controller) heldDrift(ctx context.Context, key framework.Key, r Resource, upObj, desired, downObj *unstructured.Unstructured,
+	entries mapping.DriftPolicy) (held bool, err error) {
+	policy := c.driftPolicy(ctx, key, upObj, entries) // read first: a bad value is said when first seen
 	if downObj == nil || !mapping.OwnedDownstream(downObj) {
 		c.recordDrift(key, "") // a held copy deleted, or replaced
 		return false, nil
@@ -86,7 +86,7 @@ func (c *Controller) drifted(ctx context.Context, key framework.Key, r Resource,
 
 // driftPolicy is the object's drift policy: its annotation, else its selection entries'. A value that
 // is not a policy is said once (Event DriftPolicyInvalid) and the entries' is used.
-func (c *Controller) driftPolicy(ctx context.Context, key framework.Key, upObj *unstructured.Unstructured) mapping.DriftPolicy {
+func (c *Controller) driftPolicy(ctx context.Context, key framework.Key, upObj *unstructured.Unstructured, entries mapping.DriftPolicy) mapping.DriftPolicy {
 	if v, ok := upObj.GetAnnotations()[mapping.DriftAnnotation]; ok {
 		p, err := mapping.ParseDriftPolicy(v)
 		if err == nil {
@@ -98,7 +98,7 @@ func (c *Controller) driftPolicy(ctx context.Context, key framework.Key, upObj *
 				fmt.Sprintf("Sync target %s: %s %v; using the selection entries' policy", c.cfg.SyncTargetName, mapping.DriftAnnotation, err))
 		}
 	}
-	return c.cfg.Selection.DriftPolicy(selection.ObjectOf(key.GVR.GroupResource(), upObj))
+	return entries
 }
 
 // holdDrift reads the edge copy, names what differs and who changed it, notes the hold on the edge

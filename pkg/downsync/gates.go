@@ -92,6 +92,9 @@ type input struct {
 	up   *unstructured.Unstructured // the upstream object (nil: none); the signed one after signature
 	down *unstructured.Unstructured // the edge copy as the cache holds it (nil: none)
 	sel  selection.Object           // up as the selection matches it
+	// policy is what the configs selecting up say of it (of the signed object after signature), at now.
+	policy selection.Policy
+	now    time.Time
 	// selected: up is there, not being deleted, and selected; wanted: and to be written at the edge
 	// (not an upsynced copy, nor the apiserver's own object unless named).
 	selected, wanted bool

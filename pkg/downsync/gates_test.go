@@ -139,6 +139,10 @@ func TestGates(t *testing.T) {
 				tc.setup(h.c)
 			}
 			in := tc.in(t)
+			in.now = now
+			if in.up != nil {
+				in.policy = h.c.cfg.Selection.PolicyOf(in.sel, now)
+			}
 			v := tc.gate(h.c, ctx, in)
 			if v.stop != tc.stop || v.after != tc.after || (v.err != nil) != tc.err {
 				t.Errorf("verdict %+v, want stop %v after %v error %v", v, tc.stop, tc.after, tc.err)

@@ -42,12 +42,12 @@ func (c *Controller) PausedUntil(key framework.Key) (time.Time, bool) {
 // annotation's pause ends, or the first config's. A pause that starts or ends is said upstream (Event
 // Paused or Resumed, and status return's per-target label); a malformed or past annotation is said
 // once and pauses nothing.
-func (c *Controller) paused(ctx context.Context, key framework.Key, upObj, downObj *unstructured.Unstructured, sel selection.Object, selected bool) (time.Duration, bool) {
-	now := c.cfg.Now()
+func (c *Controller) paused(ctx context.Context, in *input) (time.Duration, bool) {
+	key, upObj, now := in.key, in.up, in.now
 	var until time.Time
 	from := ""
-	edgeCopy := ownedOrNil(downObj)
-	if !selected && edgeCopy == nil {
+	edgeCopy := ownedOrNil(in.down)
+	if !in.selected && edgeCopy == nil {
 		upObj = nil // neither selected nor at the edge: not this sync target's to pause
 	}
 	for _, side := range []struct {
@@ -64,15 +64,18 @@ func (c *Controller) paused(ctx context.Context, key framework.Key, upObj, downO
 			c.notHonoured(ctx, key, upObj, side.what, side.obj.GetAnnotations()[mapping.PausedUntilAnnotation], p.Err)
 		}
 	}
-	if upObj == nil && edgeCopy != nil {
+	configs := in.policy.PausedUntil // of the configs selecting the upstream object
+	switch {
+	case upObj == nil && edgeCopy != nil:
 		// Gone upstream: a paused config that selects what its edge copy is still holds its deletion.
-		sel, selected = selection.ObjectOf(key.GVR.GroupResource(), downObj), true
+		sel := selection.ObjectOf(key.GVR.GroupResource(), in.down)
 		sel.Name = key.Name // its upstream name (a conversion may rename it)
+		configs = c.cfg.Selection.PolicyOf(sel, now).PausedUntil
+	case !in.selected:
+		configs = time.Time{}
 	}
-	if until.IsZero() && selected {
-		if u, ok := c.cfg.Selection.PausedUntil(sel, now); ok {
-			until, from = u, "its SyncerConfigs"
-		}
+	if until.IsZero() && !configs.IsZero() {
+		until, from = configs, "its SyncerConfigs"
 	}
 	c.pauses.mu.Lock()
 	was, had := c.pauses.held[key]

@@ -85,10 +85,12 @@ func (c *Controller) gather(ctx context.Context, key framework.Key) (in *input, 
 			in.early = true
 		}
 	}
+	in.now = c.cfg.Now()
 	if in.up != nil {
 		in.sel = selection.ObjectOf(gr, in.up)
+		in.policy = c.cfg.Selection.PolicyOf(in.sel, in.now)
 	}
-	in.selected = in.up != nil && in.up.GetDeletionTimestamp() == nil && c.cfg.Selection.Matches(in.sel)
+	in.selected = in.up != nil && in.up.GetDeletionTimestamp() == nil && in.policy.Selected
 	in.markedUpsynced = in.selected && mapping.OwnedUpstream(in.up)
 	in.wanted = in.selected && !in.markedUpsynced // copies upsync wrote upstream are never downsynced back
 	if in.wanted && mapping.SystemObject(gr, in.up) && !c.cfg.Selection.NamesExplicitly(in.sel) {
@@ -116,9 +118,9 @@ func (c *Controller) upsyncedCopy(ctx context.Context, key framework.Key, upObj 
 
 // deleteUnrenamed deletes the copy of an object that a conversion now renames, written under its
 // upstream name before the conversion existed: the renamed copy replaces it.
-func (c *Controller) deleteUnrenamed(ctx context.Context, key framework.Key, r Resource, upObj *unstructured.Unstructured) error {
+func (c *Controller) deleteUnrenamed(ctx context.Context, key framework.Key, r Resource, reportOnly bool) error {
 	if !r.Rename.RenamesObjects() || r.Rename.DownName(key.Name) == key.Name || r.Upstream.GroupResource() != r.Downstream.GroupResource() ||
-		c.reportsOnly(key, upObj) {
+		reportOnly {
 		return nil // report-only: the renamed copy is reported, the old one left
 	}
 	old, synced, err := framework.Cached(c.cfg.DownstreamInformers, r.Downstream, key.Namespace, key.Name)
@@ -170,8 +172,8 @@ const autoscalersWait = time.Second
 // spec.replicas when an autoscaler at the edge scales its copy. Not known (ok false) for an object
 // with replicas before the edge's autoscalers are listed: applied then, its replicas would undo an
 // autoscaler's.
-func (c *Controller) retained(sel selection.Object, key framework.Key, r Resource, upObj *unstructured.Unstructured) (paths []mapping.FieldPath, ok bool) {
-	paths = c.cfg.Selection.RetainedFields(sel)
+func (c *Controller) retained(entries []mapping.FieldPath, key framework.Key, r Resource, upObj *unstructured.Unstructured) (paths []mapping.FieldPath, ok bool) {
+	paths = entries
 	if c.cfg.Autoscalers == nil {
 		return paths, true
 	}

@@ -53,15 +53,9 @@ func (v *view) Matches(o selection.Object) bool { return v.sel.Matches(o) }
 func (v *view) Mentions(gr schema.GroupResource, kind string) bool {
 	return v.sel.Mentions(gr, kind)
 }
-func (v *view) PropagatesDeletion(o selection.Object) bool { return v.sel.PropagatesDeletion(o) }
-func (v *view) NamesExplicitly(o selection.Object) bool    { return v.sel.NamesExplicitly(o) }
-func (v *view) RetainedFields(o selection.Object) []mapping.FieldPath {
-	return v.sel.RetainedFields(o)
-}
-func (v *view) DriftPolicy(o selection.Object) mapping.DriftPolicy { return v.sel.DriftPolicy(o) }
-func (v *view) ReportsOnly(o selection.Object) bool                { return v.sel.ReportsOnly(o) }
-func (v *view) PausedUntil(o selection.Object, now time.Time) (time.Time, bool) {
-	return v.sel.PausedUntil(o, now)
+func (v *view) NamesExplicitly(o selection.Object) bool { return v.sel.NamesExplicitly(o) }
+func (v *view) PolicyOf(o selection.Object, now time.Time) selection.Policy {
+	return v.sel.PolicyOf(o, now)
 }
 func (v *view) Resources() []Resource {
 	var out []Resource

@@ -6,20 +6,18 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
 	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/report"
-	"github.com/kubestellar/syncer/pkg/selection"
 )
 
-// reportsOnly tells whether what would be written for an upstream object is only reported: the
+// reportsOnly tells whether what would be written for a key's upstream object is only reported: the
 // syncer runs report-only, or every SyncerConfig selecting the object does (spec.reportOnly).
-func (c *Controller) reportsOnly(key framework.Key, upObj *unstructured.Unstructured) bool {
-	return c.cfg.ReportOnly || (upObj != nil && c.cfg.Selection.ReportsOnly(selection.ObjectOf(key.GVR.GroupResource(), upObj)))
+func (c *Controller) reportsOnly(in *input) bool {
+	return c.cfg.ReportOnly || (in.up != nil && in.policy.ReportOnly)
 }
 
 // reported records what the syncer would do with key, logging it at level 0 when that changed.

@@ -131,24 +131,8 @@ func (v downsyncView) NamesExplicitly(o selection.Object) bool {
 	return v.current().selection.NamesExplicitly(o)
 }
 
-func (v downsyncView) PropagatesDeletion(o selection.Object) bool {
-	return v.current().selection.PropagatesDeletion(o)
-}
-
-func (v downsyncView) RetainedFields(o selection.Object) []mapping.FieldPath {
-	return v.current().selection.RetainedFields(o)
-}
-
-func (v downsyncView) DriftPolicy(o selection.Object) mapping.DriftPolicy {
-	return v.current().selection.DriftPolicy(o)
-}
-
-func (v downsyncView) ReportsOnly(o selection.Object) bool {
-	return v.current().selection.ReportsOnly(o)
-}
-
-func (v downsyncView) PausedUntil(o selection.Object, now time.Time) (time.Time, bool) {
-	return v.current().selection.PausedUntil(o, now)
+func (v downsyncView) PolicyOf(o selection.Object, now time.Time) selection.Policy {
+	return v.current().selection.PolicyOf(o, now)
 }
 
 func (v downsyncView) Mentions(gr schema.GroupResource, kind string) bool {
