@@ -4,24 +4,19 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/kcp-dev/logicalcluster/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 	"golang.org/x/oauth2"
 	corev1 "k8s.io/api/core/v1"
@@ -46,7 +41,6 @@ import (
 	"github.com/kubestellar/syncer/pkg/credential"
 	"github.com/kubestellar/syncer/pkg/downsync"
 	"github.com/kubestellar/syncer/pkg/dynclient"
-	"github.com/kubestellar/syncer/pkg/httpauth"
 	"github.com/kubestellar/syncer/pkg/mailboxes"
 	"github.com/kubestellar/syncer/pkg/metrics"
 	"github.com/kubestellar/syncer/pkg/reachability"
@@ -126,28 +120,12 @@ func run(opts *options.Options, stdout, stderr io.Writer) error {
 	ctx = klog.NewContext(ctx, logger)
 	setMemoryLimit(logger, cgroupRoot, opts.MemoryLimitRatio)
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m := metrics.New(reg)
-	clientmetrics.Register(m.ClientGoHooks()) // client-go's hooks are process-wide: set once, here
-	// The metrics address's reviews are not the syncer's traffic: not counted, nor taken for reachability.
-	reviews := rest.CopyConfig(downCfg)
-	reviews.QPS, reviews.Burst = 20, 40 // a flood of requests to the metrics address cannot flood the edge
-	// Each request is counted, then timed out and followed for the side's reachability.
-	reach := reachability.New(reg, syncer.Upstream, syncer.Downstream)
-	upCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return m.InstrumentTransport(syncer.Upstream, reach.Transport(syncer.Upstream, rt))
-	})
-	downCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return m.InstrumentTransport(syncer.Downstream, reach.Transport(syncer.Downstream, rt))
-	})
-
-	renewer, err := upstreamCredential(ctx, opts, upCfg, downCfg, reg)
+	obs, reviews := instrument(upCfg, downCfg)
+	renewer, err := upstreamCredential(ctx, opts, upCfg, downCfg, obs.reg)
 	if err != nil {
 		return err
 	}
-
-	cfg, err := engineConfig(opts, upCfg, downCfg, m, reach)
+	cfg, err := engineConfig(opts, upCfg, downCfg, obs.m, obs.reach)
 	if err != nil {
 		return err
 	}
@@ -156,38 +134,10 @@ func run(opts *options.Options, stdout, stderr io.Writer) error {
 		cfg.Credential = renewer
 		components = append(components, component{name: "upstream credential", run: renewer.Run})
 	}
-	edgeRecorder, stopEdge, err := eventRecorder(ctx, downCfg, opts.SyncTargetName)
+	s, whole, stop, err := newEngine(ctx, opts, cfg, upCfg, downCfg)
+	defer stop()
 	if err != nil {
 		return err
-	}
-	defer stopEdge()
-	cfg.EdgeRecorder = edgeRecorder
-	if cfg.Signatures, err = signatures(logger, opts); err != nil {
-		return err
-	}
-	if cfg.Signatures != nil {
-		logger.Info("Verifying the signature of every object before applying it", "policy", opts.SignaturePolicy, "keys", opts.SignatureKeys)
-	}
-	var s engineRunner
-	var whole http.Handler // the whole report of report-only mode (one workspace only)
-	if opts.APIExportEndpointSlice != "" {
-		if s, err = mailboxesController(opts, cfg, upCfg); err != nil {
-			return err
-		}
-	} else {
-		recorder, stop, err := eventRecorder(ctx, upCfg, opts.SyncTargetName)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		cfg.Recorder = recorder
-		cfg.Report = report.NewStore()
-		if opts.ReportOnly {
-			whole = cfg.Report // object names: served only when asked for (see --metrics-secure)
-		}
-		if s, err = syncer.New(cfg); err != nil {
-			return err
-		}
 	}
 
 	var leading atomic.Bool
@@ -196,28 +146,107 @@ func run(opts *options.Options, stdout, stderr io.Writer) error {
 		watchdog = leaderelection.NewLeaderHealthzAdaptor(opts.LeaderElectRenewDeadline)
 	}
 	h := health{ready: s.Ready, standby: func() bool { return opts.LeaderElect && !leading.Load() }, watchdog: watchdog}
-	serving, err := servers(opts, reg, h, whole, reviews)
+	serving, err := servers(opts, obs.reg, h, whole, reviews)
 	if err != nil {
 		return err
 	}
 	components = append(components, serving...)
 
 	logger.Info("Starting syncer", "upstream", upCfg.Host, "downstream", downCfg.Host, "syncTargetUID", opts.SyncTargetUID)
-	engine := component{name: "engine", run: s.Run}
-	if opts.LeaderElect {
-		lock, err := leaseLock(opts, downCfg)
-		if err != nil {
-			return err
-		}
-		le := leaderElection{lock: lock, leaseDuration: opts.LeaderElectLeaseDuration, renewDeadline: opts.LeaderElectRenewDeadline,
-			retryPeriod: opts.LeaderElectRetryPeriod, watchdog: watchdog, metrics: m, leading: &leading}
-		engine.run = func(ctx context.Context) error { return le.run(ctx, s.Run) }
-	} else {
-		m.Leader.Set(1)
+	engine, err := engineComponent(opts, s, downCfg, obs.m, watchdog, &leading)
+	if err != nil {
+		return err
 	}
 	err = runAll(ctx, append(components, engine)...)
 	logger.Info("Syncer stopped")
 	return err
+}
+
+// observers are the process's metrics registry, the syncer's metrics and the reachability of both
+// sides.
+type observers struct {
+	reg   *prometheus.Registry
+	m     *metrics.Metrics
+	reach *reachability.Tracker
+}
+
+// instrument makes the metrics and wraps both sides' clients so that each request is counted, timed
+// out and followed for the side's reachability. reviews is the edge config for the metrics address's
+// reviews, which are not the syncer's traffic: not counted, nor taken for reachability.
+func instrument(upCfg, downCfg *rest.Config) (obs observers, reviews *rest.Config) {
+	obs.reg = prometheus.NewRegistry()
+	obs.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	obs.m = metrics.New(obs.reg)
+	clientmetrics.Register(obs.m.ClientGoHooks()) // client-go's hooks are process-wide: set once, here
+	reviews = rest.CopyConfig(downCfg)
+	reviews.QPS, reviews.Burst = 20, 40 // a flood of requests to the metrics address cannot flood the edge
+	obs.reach = reachability.New(obs.reg, syncer.Upstream, syncer.Downstream)
+	upCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return obs.m.InstrumentTransport(syncer.Upstream, obs.reach.Transport(syncer.Upstream, rt))
+	})
+	downCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return obs.m.InstrumentTransport(syncer.Downstream, obs.reach.Transport(syncer.Downstream, rt))
+	})
+	return obs, reviews
+}
+
+// newEngine makes what runs the syncer: the engine of one workspace, or the controller of the
+// workspaces of an APIExport (--apiexport-endpoint-slice), with their Event recorders and the
+// signature verifier. whole is the whole report of report-only mode (one workspace only); stop
+// stops the recorders, and is to be called even on an error.
+func newEngine(ctx context.Context, opts *options.Options, cfg syncer.Config, upCfg, downCfg *rest.Config) (s engineRunner, whole http.Handler, stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for _, f := range stops {
+			f()
+		}
+	}
+	edgeRecorder, stopEdge, err := eventRecorder(ctx, downCfg, opts.SyncTargetName)
+	if err != nil {
+		return nil, nil, stop, err
+	}
+	stops = append(stops, stopEdge)
+	cfg.EdgeRecorder = edgeRecorder
+	if cfg.Signatures, err = signatures(klog.FromContext(ctx), opts); err != nil {
+		return nil, nil, stop, err
+	}
+	if cfg.Signatures != nil {
+		klog.FromContext(ctx).Info("Verifying the signature of every object before applying it", "policy", opts.SignaturePolicy, "keys", opts.SignatureKeys)
+	}
+	if opts.APIExportEndpointSlice != "" {
+		s, err = mailboxesController(opts, cfg, upCfg)
+		return s, nil, stop, err
+	}
+	recorder, stopUp, err := eventRecorder(ctx, upCfg, opts.SyncTargetName)
+	if err != nil {
+		return nil, nil, stop, err
+	}
+	stops = append(stops, stopUp)
+	cfg.Recorder = recorder
+	cfg.Report = report.NewStore()
+	if opts.ReportOnly {
+		whole = cfg.Report // object names: served only when asked for (see --metrics-secure)
+	}
+	s, err = syncer.New(cfg)
+	return s, whole, stop, err
+}
+
+// engineComponent runs the engine: always, or while this replica leads (--leader-elect).
+func engineComponent(opts *options.Options, s engineRunner, downCfg *rest.Config, m *metrics.Metrics, watchdog *leaderelection.HealthzAdaptor,
+	leading *atomic.Bool) (component, error) {
+	engine := component{name: "engine", run: s.Run}
+	if !opts.LeaderElect {
+		m.Leader.Set(1)
+		return engine, nil
+	}
+	lock, err := leaseLock(opts, downCfg)
+	if err != nil {
+		return component{}, err
+	}
+	le := leaderElection{lock: lock, leaseDuration: opts.LeaderElectLeaseDuration, renewDeadline: opts.LeaderElectRenewDeadline,
+		retryPeriod: opts.LeaderElectRetryPeriod, watchdog: watchdog, metrics: m, leading: leading}
+	engine.run = func(ctx context.Context) error { return le.run(ctx, s.Run) }
+	return engine, nil
 }
 
 // upstreamCredential hands every upstream client the token of the upstream kubeconfig through a
@@ -328,77 +357,6 @@ func prepare(opts *options.Options, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// servers are the metrics and health-probe servers the flags ask for; edge reviews the metrics
-// address's requests with --metrics-secure.
-func servers(opts *options.Options, reg *prometheus.Registry, h health, wholeReport http.Handler, edge *rest.Config) ([]component, error) {
-	var out []component
-	if addr := opts.MetricsBindAddress; addr != "0" && addr != "" {
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-		if wholeReport != nil {
-			mux.Handle("/report", wholeReport) // what report-only mode would write, whole
-		}
-		if opts.Profiling {
-			mux.HandleFunc("/debug/pprof/", pprof.Index)
-			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		}
-		var handler http.Handler = mux
-		var tlsConfig *tls.Config
-		if opts.MetricsSecure {
-			kube, err := kubernetes.NewForConfig(edge)
-			if err != nil {
-				return nil, fmt.Errorf("--metrics-secure: %w", err)
-			}
-			if tlsConfig, err = httpauth.TLSConfig(opts.MetricsCertDir, opts.SyncTargetName+".kubestellar-syncer"); err != nil {
-				return nil, fmt.Errorf("--metrics-cert-dir: %w", err)
-			}
-			handler = httpauth.NewFilter(kube).Wrap(mux)
-		}
-		c, err := server("metrics", addr, handler, tlsConfig)
-		if err != nil {
-			return nil, fmt.Errorf("--metrics-bind-address: %w", err)
-		}
-		out = append(out, c)
-	}
-	if addr := opts.HealthProbeBindAddress; addr != "0" && addr != "" {
-		c, err := server("health probes", addr, h.mux(), nil)
-		if err != nil {
-			return nil, fmt.Errorf("--health-probe-bind-address: %w", err)
-		}
-		out = append(out, c)
-	}
-	return out, nil
-}
-
-// server listens on addr now (so that a busy port is an error at start) and returns the component
-// that serves mux (over TLS with tlsConfig) until its context is done, then shuts down gracefully.
-func server(what, addr string, mux http.Handler, tlsConfig *tls.Config) (component, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return component{}, err
-	}
-	if tlsConfig != nil {
-		ln = tls.NewListener(ln, tlsConfig)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
-	return component{name: what, run: func(ctx context.Context) error {
-		klog.FromContext(ctx).Info("Serving "+what, "address", ln.Addr().String(), "tls", tlsConfig != nil)
-		failed := make(chan error, 1)
-		go func() { failed <- srv.Serve(ln) }()
-		select {
-		case err := <-failed:
-			return fmt.Errorf("%s server: %w", what, err)
-		case <-ctx.Done():
-		}
-		shutdownCtx, done := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer done()
-		if err := srv.Shutdown(shutdownCtx); err != nil {
-			return fmt.Errorf("%s server shutdown: %w", what, err)
-		}
-		return nil
-	}}, nil
-}
-
 // leaseLock is the Lease at the edge that leader election holds.
 func leaseLock(opts *options.Options, downCfg *rest.Config) (resourcelock.Interface, error) {
 	kube, err := kubernetes.NewForConfig(downCfg)
@@ -475,19 +433,6 @@ func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics
 		Metrics:                m,
 		Reachability:           reach,
 	}, nil
-}
-
-// http2HealthChecks makes client-go ping an HTTP/2 connection that has read nothing for 5 s and drop
-// it when the ping is not answered within 5 s (client-go's defaults are 30 s and 15 s): a hung
-// apiserver is then noticed within about 10 s through the syncer's long-running watches, even when
-// the syncer sends nothing else. client-go reads these only from the environment; an operator's own
-// setting wins.
-func http2HealthChecks() {
-	for name, seconds := range map[string]string{"HTTP2_READ_IDLE_TIMEOUT_SECONDS": "5", "HTTP2_PING_TIMEOUT_SECONDS": "5"} {
-		if _, set := os.LookupEnv(name); !set {
-			_ = os.Setenv(name, seconds)
-		}
-	}
 }
 
 // signalContext is cancelled by the first SIGINT or SIGTERM; a second one exits at once.
