@@ -23,7 +23,9 @@ type Cache interface {
 	// AddHandler adds an event handler; it is first given every object the cache holds, as added
 	// (in its initial list). Events reach a handler one at a time, in order.
 	AddHandler(h cache.ResourceEventHandler) (Registration, error)
-	// RemoveHandler removes a handler; it is called no more once this returns.
+	// RemoveHandler removes a handler; it is called no more once this returns. It waits for the
+	// event the handler may be handling to end, so a handler must never remove itself (nor call
+	// anything that does) from one of its own events: that waits for ever.
 	RemoveHandler(r Registration) error
 	// Synced tells whether the objects of a namespace (of every namespace for "") have been listed:
 	// an object absent from the cache then does not exist, as far as the last list knew.

@@ -258,7 +258,8 @@ func (i *informer) AddHandler(h cache.ResourceEventHandler) (framework.Registrat
 	return l, nil
 }
 
-// RemoveHandler removes a handler and waits until it is called no more.
+// RemoveHandler removes a handler and waits until it is called no more: never from one of the
+// handler's own events (framework.Cache), which it would wait for.
 func (i *informer) RemoveHandler(r framework.Registration) error {
 	l, ok := r.(*listener)
 	if !ok {

@@ -127,6 +127,9 @@ type Manager struct {
 	informers map[schema.GroupVersionResource]*entry
 	// watched are the informers Watch runs for the engine's own needs.
 	watched []*watchedEntry
+	// tellers are the goroutines that tell the Handlers a resource synced (partSynced of a part
+	// handed over listed, awaitShared); Stop waits for them.
+	tellers sync.WaitGroup
 }
 
 // entry is one resource's cache and what makes it.
@@ -354,13 +357,13 @@ func (m *Manager) run(e *entry) {
 	for _, p := range e.parts {
 		if p.cancel != nil && p.informer.Synced("") {
 			// Handed over, listed already: the handlers hear of its namespace now (it runs already).
-			go m.partSynced(e.gvr, p, false)
+			m.tellers.Go(func() { m.partSynced(e.gvr, p, false) })
 		}
 		m.start(p)
 	}
 	e.running = true
 	if e.shared != nil {
-		go m.awaitShared(e)
+		m.tellers.Go(func() { m.awaitShared(e) })
 	}
 	logger.V(logging.Change).Info("Started informer")
 }
@@ -418,6 +421,7 @@ func (m *Manager) Stop() {
 	for _, w := range watched {
 		w.stop()
 	}
+	m.tellers.Wait() // each returns once it finds its entry stopped
 }
 
 // Cache returns the cache of a resource while its informer runs and is not about to be replaced

@@ -142,38 +142,10 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.downHub.Stop()
 	defer c.upHub.Stop()
 
-	// The edge's Namespaces tell which workspace namespace each mapped one comes from.
-	nsShare := c.downHub.Share(namespacesGVR, informermanager.Spec{}, wholeScope{})
-	defer nsShare.Release()
-	edgeNamespaces := nsShare.Cache()
-	if _, err := edgeNamespaces.AddHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { c.observeNamespace(obj) },
-		UpdateFunc: func(_, obj interface{}) { c.observeNamespace(obj) },
-	}); err != nil {
-		return err
-	}
-	bindingsGVR, err := c.bindingsResource()
+	release, err := c.watchWorkspaces(ctx)
+	defer release()
 	if err != nil {
 		return err
-	}
-	bShare := c.upHub.Share(bindingsGVR, informermanager.Spec{}, allClusters{})
-	defer bShare.Release()
-	c.mu.Lock()
-	c.bindings = bShare.Cache()
-	c.mu.Unlock()
-	if _, err := c.bindings.AddHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { c.enqueueBinding(obj) },
-		UpdateFunc: func(_, obj interface{}) { c.enqueueBinding(obj) },
-		DeleteFunc: func(obj interface{}) { c.enqueueBinding(obj) },
-	}); err != nil {
-		return err
-	}
-	if !cache.WaitForNamedCacheSync("workspaces", ctx.Done(), func() bool { return edgeNamespaces.Synced("") && c.bindings.Synced("") }) {
-		return ctx.Err()
-	}
-	// Every edge Namespace is known before the views need them (the handler may not have seen all yet).
-	for _, obj := range edgeNamespaces.List("") {
-		c.observeNamespace(obj)
 	}
 	if err := c.scanMarked(ctx); err != nil {
 		return err
@@ -194,6 +166,45 @@ func (c *Controller) Run(ctx context.Context) error {
 		return 0, err
 	})
 	return stopCause(outer, ctx, nil)
+}
+
+// watchWorkspaces watches the edge's Namespaces (which tell the workspace namespace each mapped one
+// comes from) and every workspace's APIBindings, and returns once both are listed; release stops the
+// watches, and is to be called even on an error.
+func (c *Controller) watchWorkspaces(ctx context.Context) (release func(), err error) {
+	nsShare := c.downHub.Share(namespacesGVR, informermanager.Spec{}, wholeScope{})
+	release = nsShare.Release
+	edgeNamespaces := nsShare.Cache()
+	if _, err := edgeNamespaces.AddHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { c.observeNamespace(obj) },
+		UpdateFunc: func(_, obj interface{}) { c.observeNamespace(obj) },
+	}); err != nil {
+		return release, err
+	}
+	bindingsGVR, err := c.bindingsResource()
+	if err != nil {
+		return release, err
+	}
+	bShare := c.upHub.Share(bindingsGVR, informermanager.Spec{}, allClusters{})
+	release = func() { bShare.Release(); nsShare.Release() }
+	c.mu.Lock()
+	c.bindings = bShare.Cache()
+	c.mu.Unlock()
+	if _, err := c.bindings.AddHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { c.enqueueBinding(obj) },
+		UpdateFunc: func(_, obj interface{}) { c.enqueueBinding(obj) },
+		DeleteFunc: func(obj interface{}) { c.enqueueBinding(obj) },
+	}); err != nil {
+		return release, err
+	}
+	if !cache.WaitForNamedCacheSync("workspaces", ctx.Done(), func() bool { return edgeNamespaces.Synced("") && c.bindings.Synced("") }) {
+		return release, ctx.Err()
+	}
+	// Every edge Namespace is known before the views need them (the handler may not have seen all yet).
+	for _, obj := range edgeNamespaces.List("") {
+		c.observeNamespace(obj)
+	}
+	return release, nil
 }
 
 // connect makes the clients of the virtual workspace and the upstream hub.

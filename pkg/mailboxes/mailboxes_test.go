@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -273,7 +274,9 @@ func TestSharedDiscovery(t *testing.T) {
 // here while it waits for the APIExportEndpointSlice (the provider workspace refuses every request).
 func TestRunStopsEverything(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	var refused atomic.Int32
 	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		refused.Add(1)
 		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}`, http.StatusForbidden)
 	}))
 	defer refuse.Close()
@@ -287,7 +290,12 @@ func TestRunStopsEverything(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
-	time.Sleep(300 * time.Millisecond) // let it list and be refused a few times; not a wait on a result
+	// Stopped while it waits: once it has been refused a few times.
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return refused.Load() >= 2, nil
+	}); err != nil {
+		t.Fatalf("the provider workspace was asked %d times", refused.Load())
+	}
 	cancel()
 	select {
 	case err := <-done:
