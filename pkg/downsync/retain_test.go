@@ -20,7 +20,7 @@ func retaining() *view {
 	v.sel, _ = selection.Merge([]*edgev1.SyncerConfig{{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: edgev1.SyncerConfigSpec{
 		NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"a"},
 			Resources: []edgev1.NamespaceScopeDownsyncResource{{GroupResource: metav1.GroupResource{Resource: "configmaps"}, APIVersion: "v1",
-				RetainFields: []string{"data.mode"}}}},
+				EntryPolicy: edgev1.EntryPolicy{RetainFields: []string{"data.mode"}}}}},
 	}}})
 	return v
 }

@@ -19,7 +19,7 @@ func TestPolicyOf(t *testing.T) {
 	deployments := metav1.GroupResource{Group: "apps", Resource: "deployments"}
 	entry := func(ns string, retain []string, drift string) edgev1.NamespaceScopeDownsyncs {
 		return edgev1.NamespaceScopeDownsyncs{Namespaces: []string{ns}, Resources: []edgev1.NamespaceScopeDownsyncResource{
-			{GroupResource: deployments, APIVersion: "v1", RetainFields: retain, Drift: drift}}}
+			{GroupResource: deployments, APIVersion: "v1", EntryPolicy: edgev1.EntryPolicy{RetainFields: retain, Drift: drift}}}}
 	}
 	configs := []*edgev1.SyncerConfig{
 		{ObjectMeta: metav1.ObjectMeta{Name: "shop"}, Spec: edgev1.SyncerConfigSpec{NamespaceScope: entry("shop", []string{"spec.replicas"}, "Report")}},

@@ -139,7 +139,7 @@ func TestPropagatesDeletion(t *testing.T) {
 func TestStatusProjection(t *testing.T) {
 	off := false
 	res := func(sr *edgev1.StatusReturn) edgev1.NamespaceScopeDownsyncResource {
-		return edgev1.NamespaceScopeDownsyncResource{GroupResource: gr("", "configmaps"), APIVersion: "v1", StatusReturn: sr}
+		return edgev1.NamespaceScopeDownsyncResource{GroupResource: gr("", "configmaps"), APIVersion: "v1", EntryPolicy: edgev1.EntryPolicy{StatusReturn: sr}}
 	}
 	sel, problems := Merge([]*edgev1.SyncerConfig{
 		// a: ready only, capped; b: ready and phase (from two configs); c: nothing; d: all and off
@@ -180,7 +180,7 @@ func TestStatusProjection(t *testing.T) {
 // of its config, and its entry still selects.
 func TestRetainedFields(t *testing.T) {
 	res := func(fields ...string) edgev1.NamespaceScopeDownsyncResource {
-		return edgev1.NamespaceScopeDownsyncResource{GroupResource: gr("", "configmaps"), APIVersion: "v1", RetainFields: fields}
+		return edgev1.NamespaceScopeDownsyncResource{GroupResource: gr("", "configmaps"), APIVersion: "v1", EntryPolicy: edgev1.EntryPolicy{RetainFields: fields}}
 	}
 	sel, problems := Merge([]*edgev1.SyncerConfig{
 		cfg("one", edgev1.SyncerConfigSpec{NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"a", "b"},

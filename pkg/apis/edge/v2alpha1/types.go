@@ -159,6 +159,14 @@ type NamespaceScopeDownsyncResource struct {
 	// Selects only the objects whose annotations match, written as a label selector over the
 	// annotations. Omitted selects every object the entry names.
 	AnnotationSelector *metav1.LabelSelector `json:"annotationSelector,omitempty"`
+	// How the selected objects are synced beyond being selected: status return, retained fields,
+	// drift policy.
+	EntryPolicy `json:",inline"`
+}
+
+// EntryPolicy is how the objects a downsync entry selects are synced beyond being selected; every
+// kind of entry has it (inline).
+type EntryPolicy struct {
 	// What of the selected objects' status is returned upstream, when the config returns status.
 	// Omitted: all of it.
 	StatusReturn *StatusReturn `json:"statusReturn,omitempty"`
@@ -196,23 +204,9 @@ type NamespaceScopeDownsyncObjects struct {
 	// Selects only the objects whose annotations match, written as a label selector over the
 	// annotations. Omitted selects every object the entry names.
 	AnnotationSelector *metav1.LabelSelector `json:"annotationSelector,omitempty"`
-	// What of the selected objects' status is returned upstream, when the config returns status.
-	// Omitted: all of it.
-	StatusReturn *StatusReturn `json:"statusReturn,omitempty"`
-	// Fields of the selected objects that the edge owns: the syncer sets them when it creates the
-	// edge copy and never changes them afterwards, nor counts their changes at the edge as drift.
-	// Each a dotted path (spec.replicas); "[*]" after a list field names the field in each element
-	// (spec.template.spec.containers[*].image); "[key]" names a map key with dots or slashes
-	// (metadata.annotations[example.com/owner]). An object selected by several entries retains the
-	// union. spec.replicas of an object a HorizontalPodAutoscaler at the edge scales is retained
-	// without saying.
-	RetainFields []string `json:"retainFields,omitempty"`
-	// What the syncer does when a selected object's edge copy is changed at the edge (drift):
-	// Correct puts it back at once; Report leaves it, says so upstream (Event Drifted, label
-	// drifted.edge.kubestellar.io/<sync target>) and holds the object's upstream changes until the
-	// drift is acknowledged or goes away. An object selected by several entries gets Report if one
-	// says so; the annotation edge.kubestellar.io/drift on the object overrides them. Omitted: Correct.
-	Drift string `json:"drift,omitempty"`
+	// How the selected objects are synced beyond being selected: status return, retained fields,
+	// drift policy.
+	EntryPolicy `json:",inline"`
 	// The objects selected, namespace by namespace. Omitted or empty selects none.
 	ObjectsByNamespace []NamespaceAndNames `json:"objectsByNamespace,omitempty"`
 }
@@ -251,23 +245,9 @@ type ClusterScopeDownsyncResource struct {
 	// Selects only the objects whose annotations match, written as a label selector over the
 	// annotations. Omitted selects every object the entry names.
 	AnnotationSelector *metav1.LabelSelector `json:"annotationSelector,omitempty"`
-	// What of the selected objects' status is returned upstream, when the config returns status.
-	// Omitted: all of it.
-	StatusReturn *StatusReturn `json:"statusReturn,omitempty"`
-	// Fields of the selected objects that the edge owns: the syncer sets them when it creates the
-	// edge copy and never changes them afterwards, nor counts their changes at the edge as drift.
-	// Each a dotted path (spec.replicas); "[*]" after a list field names the field in each element
-	// (spec.template.spec.containers[*].image); "[key]" names a map key with dots or slashes
-	// (metadata.annotations[example.com/owner]). An object selected by several entries retains the
-	// union. spec.replicas of an object a HorizontalPodAutoscaler at the edge scales is retained
-	// without saying.
-	RetainFields []string `json:"retainFields,omitempty"`
-	// What the syncer does when a selected object's edge copy is changed at the edge (drift):
-	// Correct puts it back at once; Report leaves it, says so upstream (Event Drifted, label
-	// drifted.edge.kubestellar.io/<sync target>) and holds the object's upstream changes until the
-	// drift is acknowledged or goes away. An object selected by several entries gets Report if one
-	// says so; the annotation edge.kubestellar.io/drift on the object overrides them. Omitted: Correct.
-	Drift string `json:"drift,omitempty"`
+	// How the selected objects are synced beyond being selected: status return, retained fields,
+	// drift policy.
+	EntryPolicy `json:",inline"`
 }
 
 // UpsyncSet selects edge objects to upsync. An empty list means nothing; "*" means all.
