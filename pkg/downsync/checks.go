@@ -40,7 +40,7 @@ func (c *Controller) earlyGate(ctx context.Context, in *input) verdict {
 // A deletion the breaker held is no longer due: the object is wanted again.
 func (c *Controller) renamedGate(ctx context.Context, in *input) verdict {
 	if !in.early {
-		if err := c.deleteUnrenamed(ctx, in.key, in.r, c.reportsOnly(in)); err != nil {
+		if err := c.deleteUnrenamed(ctx, in.key, in.r, in.reportOnly); err != nil {
 			return stopHere(0, err)
 		}
 	}
@@ -60,7 +60,7 @@ func (c *Controller) namespaceGate(ctx context.Context, in *input) verdict {
 	if c.waitingOnTerminating(in.key, ns, terminating) {
 		logger.V(logging.Change).Info("Waiting for the namespace to finish terminating at the edge", "namespace", ns)
 	}
-	if wait && !terminating && c.reportsOnly(in) {
+	if wait && !terminating && in.reportOnly {
 		c.reported(ctx, in.key, report.Entry{Action: report.Create}) // its namespace would be created first
 		return stopHere(0, nil)
 	}
@@ -92,6 +92,7 @@ func (c *Controller) signatureGate(ctx context.Context, in *input) verdict {
 	if up != in.up {
 		in.up, in.sel = up, selection.ObjectOf(in.key.GVR.GroupResource(), up)
 		in.policy = c.cfg.Selection.PolicyOf(in.sel, in.now)
+		in.reportOnly = c.cfg.ReportOnly || in.policy.ReportOnly
 	}
 	return goOn
 }
@@ -120,7 +121,6 @@ func (c *Controller) mappingGate(ctx context.Context, in *input) verdict {
 		return stopHere(0, nil)
 	}
 	in.opts, in.desired = opts, desired
-	in.reportOnly = c.reportsOnly(in)
 	if !in.reportOnly {
 		c.cfg.Report.Forget(in.key) // no longer only reported (a config's reportOnly switched off)
 	}
@@ -181,21 +181,11 @@ func (c *Controller) keptGate(ctx context.Context, in *input) verdict {
 	return stopHere(0, nil)
 }
 
-// reportOnlyDeleteGate reports the deletion instead of making it: the syncer runs report-only, or
-// the edge copy is what only report-only configs select (its upstream object gone).
-func (c *Controller) reportOnlyDeleteGate(ctx context.Context, in *input) verdict {
-	if c.cfg.ReportOnly || c.cfg.Selection.PolicyOf(upstreamOf(in.key, in.r, in.down), in.now).ReportOnly {
-		c.reported(ctx, in.key, report.Entry{Action: report.Delete})
-		return stopHere(0, nil)
-	}
-	return goOn
-}
-
 // breakerGate asks the deletion breaker: the deletion goes ahead, waits to be counted with the others
 // due now, or is held (released, it comes back as a key to process).
 func (c *Controller) breakerGate(ctx context.Context, in *input) verdict {
 	d := c.cfg.Deletions
-	if d == nil {
+	if d == nil || in.reportOnly {
 		return goOn
 	}
 	switch ok, wait, tripped := d.Allow(in.key); {

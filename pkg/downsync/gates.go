@@ -20,7 +20,8 @@ import (
 // backoff (err). The gates before the mapping step may shape what is written (signature, retain);
 // those after it see the object to write (desired), as admission's mutating plugins come before its
 // validating ones. A new per-object policy is a gate and its line in one of these lists, where it
-// belongs in the order.
+// belongs in the order. Report-only mode is not a gate: it chooses the executor (write, delete), a
+// dry run that reports what it would do instead of doing it.
 
 // gate is one per-object policy.
 type gate struct {
@@ -79,9 +80,8 @@ var deleteGates = []gate{
 	{"unwanted", (*Controller).unwantedGate},
 	// No edge copy, not the syncer's, or kept by its marks (create-only, kept on delete).
 	{"kept", (*Controller).keptGate},
-	// Report-only: the deletion is reported, not made.
-	{"report-only", (*Controller).reportOnlyDeleteGate},
-	// Last: the deletion breaker counts only the deletions that would be made now.
+	// Last: the deletion breaker counts only the deletions that would be made now (not those report-only
+	// mode reports).
 	{"breaker", (*Controller).breakerGate},
 }
 
@@ -101,9 +101,11 @@ type input struct {
 	markedUpsynced   bool // selected, and a copy upsync wrote (or that carries its mark)
 	early            bool // up streamed in before its cache synced
 	// Shaped by the write gates.
-	opts       mapping.Options
-	desired    *unstructured.Unstructured
-	reportOnly bool // the write is only reported (report-only)
+	opts    mapping.Options
+	desired *unstructured.Unstructured
+	// reportOnly: what would be written or deleted is reported, not done (the syncer runs report-only,
+	// or only report-only configs select the object): the executor is a dry run.
+	reportOnly bool
 }
 
 // admit takes a key through gates in order, and returns the first verdict that stops it, counted in

@@ -119,17 +119,13 @@ func TestGates(t *testing.T) {
 		{name: "kept: nothing at the edge", gate: (*Controller).keptGate, in: func(*testing.T) *input { return inputOf(nil, nil) }, stop: true},
 		{name: "kept: not the syncer's", gate: (*Controller).keptGate, in: func(*testing.T) *input { return inputOf(nil, unowned) }, stop: true},
 		{name: "kept: the syncer's goes", gate: (*Controller).keptGate, in: func(t *testing.T) *input { return inputOf(nil, owned(t, upCM)) }},
-		{name: "report-only: the deletion is reported", gate: (*Controller).reportOnlyDeleteGate,
-			in: func(t *testing.T) *input { return inputOf(nil, owned(t, upCM)) }, setup: func(c *Controller) { c.cfg.ReportOnly = true }, stop: true,
-			afterwards: func(t *testing.T, c *Controller, _ *input) {
-				if e := c.cfg.Report.Entries(); len(e) != 1 || e[0].Action != report.Delete {
-					t.Errorf("report %+v, want a delete", e)
-				}
-			}},
 		{name: "breaker: held", gate: (*Controller).breakerGate, in: func(t *testing.T) *input { return inputOf(nil, owned(t, upCM)) },
 			setup: func(c *Controller) { c.cfg.Deletions = &refusingDeletions{} }, stop: true},
 		{name: "breaker: counted with the others due", gate: (*Controller).breakerGate, in: func(t *testing.T) *input { return inputOf(nil, owned(t, upCM)) },
 			setup: func(c *Controller) { c.cfg.Deletions = waitingDeletions{} }, stop: true, after: time.Second},
+		{name: "breaker: a deletion only reported is not counted", gate: (*Controller).breakerGate,
+			in: func(t *testing.T) *input { in := inputOf(nil, owned(t, upCM)); in.reportOnly = true; return in },
+			setup: func(c *Controller) { c.cfg.Deletions = &refusingDeletions{} }},
 		{name: "breaker: none", gate: (*Controller).breakerGate, in: func(t *testing.T) *input { return inputOf(nil, owned(t, upCM)) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,6 +139,7 @@ func TestGates(t *testing.T) {
 			if in.up != nil {
 				in.policy = h.c.cfg.Selection.PolicyOf(in.sel, now)
 			}
+			in.reportOnly = in.reportOnly || h.c.cfg.ReportOnly || in.policy.ReportOnly // as gather says
 			v := tc.gate(h.c, ctx, in)
 			if v.stop != tc.stop || v.after != tc.after || (v.err != nil) != tc.err {
 				t.Errorf("verdict %+v, want stop %v after %v error %v", v, tc.stop, tc.after, tc.err)
@@ -211,5 +208,35 @@ func TestGateVerdictCounted(t *testing.T) {
 	}
 	if len(h.actions()) == 0 {
 		t.Error("nothing written once the pause was over")
+	}
+}
+
+// TestReportOnlyIsTheExecutor: in report-only mode the gates run as ever and the executor reports
+// instead of writing: a deletion due is reported, not made, and not counted by the breaker; an object
+// missing at the edge is reported as a create.
+func TestReportOnlyIsTheExecutor(t *testing.T) {
+	other := u("v1", "ConfigMap", "a", "y", map[string]interface{}{"k": "v"})
+	h := newHarness(t, selecting("a"), objs(other, nsA), objs(nsA, owned(t, upCM)))
+	breaker := &refusingDeletions{}
+	h.c.cfg.ReportOnly, h.c.cfg.Deletions = true, breaker
+	for _, k := range []framework.Key{key, {GVR: cmGVR, Namespace: "a", Name: "y"}} {
+		if _, err := h.c.process(context.Background(), k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, a := range h.actions() {
+		if a != "get configmaps" {
+			t.Errorf("report-only made %q at the edge", a)
+		}
+	}
+	got := map[string]string{}
+	for _, e := range h.c.cfg.Report.Entries() {
+		got[e.Object] = e.Action
+	}
+	if got["configmaps a/x"] != report.Delete || got["configmaps a/y"] != report.Create || len(got) != 2 {
+		t.Errorf("report %v, want x deleted and y created", got)
+	}
+	if breaker.asked != 0 {
+		t.Errorf("the breaker was asked %d times about a deletion only reported", breaker.asked)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/logging"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/metrics"
+	"github.com/kubestellar/syncer/pkg/report"
 	"github.com/kubestellar/syncer/pkg/selection"
 )
 
@@ -45,13 +46,22 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 		if v := c.admit(ctx, in, writeGates); v.stop {
 			return v.after, v.err
 		}
-		return c.write(ctx, key, in.r, in.up, in.desired, in.down, writeOptions{retain: in.opts.Retain, reportOnly: in.reportOnly})
+		return c.write(ctx, in)
 	}
 	if v := c.admit(ctx, in, deleteGates); v.stop {
 		return v.after, v.err
 	}
-	client := c.cfg.Downstream.Resource(in.r.Downstream).Namespace(key.Namespace)
-	_, err = c.writes.DeleteOwned(ctx, client, key, in.down, "Deleted downstream object")
+	return c.delete(ctx, in)
+}
+
+// delete deletes an edge copy no longer wanted, or, report-only, reports that it would.
+func (c *Controller) delete(ctx context.Context, in *input) (time.Duration, error) {
+	if in.reportOnly {
+		c.reported(ctx, in.key, report.Entry{Action: report.Delete})
+		return 0, nil
+	}
+	client := c.cfg.Downstream.Resource(in.r.Downstream).Namespace(in.key.Namespace)
+	_, err := c.writes.DeleteOwned(ctx, client, in.key, in.down, "Deleted downstream object")
 	return 0, err
 }
 
@@ -91,12 +101,17 @@ func (c *Controller) gather(ctx context.Context, key framework.Key) (in *input, 
 		in.policy = c.cfg.Selection.PolicyOf(in.sel, in.now)
 	}
 	in.selected = in.up != nil && in.up.GetDeletionTimestamp() == nil && in.policy.Selected
+	in.reportOnly = c.cfg.ReportOnly || (in.up != nil && in.policy.ReportOnly)
 	in.markedUpsynced = in.selected && mapping.OwnedUpstream(in.up)
 	in.wanted = in.selected && !in.markedUpsynced // copies upsync wrote upstream are never downsynced back
 	if in.wanted && mapping.SystemObject(gr, in.up) && !c.cfg.Selection.NamesExplicitly(in.sel) {
 		// The apiserver's own object (root CA, default ServiceAccount, token): each side has its own.
 		logger.V(logging.Skip).Info("Not downsyncing an object the apiserver makes itself; name it explicitly to sync it")
 		in.wanted = false
+	}
+	if !in.wanted && in.down != nil && !c.cfg.ReportOnly {
+		// Its edge copy is what only report-only configs select, its upstream object gone (or not selected).
+		in.reportOnly = c.cfg.Selection.PolicyOf(upstreamOf(key, r, in.down), in.now).ReportOnly
 	}
 	return in, true, nil
 }

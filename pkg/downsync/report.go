@@ -6,6 +6,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
@@ -13,12 +14,6 @@ import (
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/report"
 )
-
-// reportsOnly tells whether what would be written for a key's upstream object is only reported: the
-// syncer runs report-only, or every SyncerConfig selecting the object does (spec.reportOnly).
-func (c *Controller) reportsOnly(in *input) bool {
-	return c.cfg.ReportOnly || (in.up != nil && in.policy.ReportOnly)
-}
 
 // reported records what the syncer would do with key, logging it at level 0 when that changed.
 func (c *Controller) reported(ctx context.Context, key framework.Key, e report.Entry) {
@@ -29,7 +24,37 @@ func (c *Controller) reported(ctx context.Context, key framework.Key, e report.E
 	klog.FromContext(ctx).Info("Report-only: would write at the edge", "action", e.Action, "changes", string(changes), "error", e.Error)
 }
 
-// report is Do in report-only mode: what the write would do, computed exactly and written nowhere.
+// dryRun is the write of report-only mode: downWrite's steps, written nowhere; what they would do is
+// recorded in the report (Config.Report): a conflict, a create, the changes of an update, a refusal;
+// an object in step is not reported.
+type dryRun struct{ *downWrite }
+
+var _ framework.Write = dryRun{}
+
+// Blocked reports the object in the way as a conflict (said as a write's would be).
+func (w dryRun) Blocked(ctx context.Context) *framework.Blocked {
+	b := w.blocked()
+	if b != nil {
+		w.c.reported(ctx, w.key, report.Entry{Action: report.Conflict, Error: b.LogMsg})
+	}
+	return b
+}
+
+// Skip forgets what was reported of an object that needs no write.
+func (w dryRun) Skip() string {
+	why := w.skip()
+	if why != "" {
+		w.c.cfg.Report.Forget(w.key)
+	}
+	return why
+}
+
+// Do reports what the write would do (report).
+func (w dryRun) Do(ctx context.Context, _ *unstructured.Unstructured) framework.Outcome {
+	return w.report(ctx)
+}
+
+// report is what the write would do, computed exactly and written nowhere.
 // The edge object is read (a slim cache holds no content, and one the syncer does not own is not in
 // it): absent, it would be created; there, the apply is sent as a server-side dry-run, and the fields
 // whose values it would change are reported (none: in step, nothing reported). Nothing is handed
@@ -46,7 +71,7 @@ func (w *downWrite) report(ctx context.Context) framework.Outcome {
 	case err != nil:
 		return framework.Outcome{Err: err}
 	}
-	check := &downWrite{c: c, key: w.key, r: w.r, up: w.up, desired: w.desired, down: live, readLive: true, writeOptions: w.writeOptions}
+	check := &downWrite{c: c, key: w.key, r: w.r, up: w.up, desired: w.desired, down: live, readLive: true, retain: w.retain}
 	if b := check.blocked(); b != nil {
 		c.reported(ctx, w.key, report.Entry{Action: report.Conflict, Error: b.LogMsg})
 		return recheck

@@ -15,7 +15,6 @@ import (
 	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/metrics"
-	"github.com/kubestellar/syncer/pkg/report"
 )
 
 // write creates or updates the edge object of a wanted upstream object through the steps of the
@@ -24,12 +23,18 @@ import (
 // from it may still exist, unowned: the create (a plain POST, the apiserver's cheapest write; an
 // apply costs it a third more) then finds its name taken, and the object in the way is read and
 // taken through the steps as it is.
-func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, upObj, desired, downObj *unstructured.Unstructured,
-	opts writeOptions) (time.Duration, error) {
-	op := &downWrite{c: c, key: key, r: r, up: upObj, desired: desired, down: downObj, writeOptions: opts}
+//
+// In report-only mode (in.reportOnly) the executor is a dry run (dryRun): the same steps, written
+// nowhere, reported.
+func (c *Controller) write(ctx context.Context, in *input) (time.Duration, error) {
+	key := in.key
+	op := &downWrite{c: c, key: key, r: in.r, up: in.up, desired: in.desired, down: in.down, retain: in.opts.Retain}
+	if in.reportOnly {
+		return c.writes.Do(ctx, key, dryRun{op})
+	}
 	after, err := c.writes.Do(ctx, key, op)
 	if op.taken != nil {
-		live := &downWrite{c: c, key: key, r: r, up: upObj, desired: desired, down: op.taken, readLive: true, writeOptions: opts}
+		live := &downWrite{c: c, key: key, r: in.r, up: in.up, desired: in.desired, down: op.taken, readLive: true, retain: in.opts.Retain}
 		after, err = c.writes.Do(ctx, key, live)
 	}
 	if err == nil {
@@ -65,15 +70,8 @@ type downWrite struct {
 	readLive bool
 	// taken is the object a create found in the way (read live), to take through the steps next.
 	taken *unstructured.Unstructured
-	writeOptions
-}
-
-// writeOptions are how an object is written.
-type writeOptions struct {
 	// retain are the fields the edge owns: desired leaves them out, send puts in the values to write.
 	retain []mapping.FieldPath
-	// reportOnly: nothing is written; what would be is reported (report.go).
-	reportOnly bool
 }
 
 var _ framework.Write = &downWrite{}
@@ -88,13 +86,7 @@ func (w *downWrite) owned() bool { return w.down != nil && mapping.OwnedDownstre
 // adopting), of another workspace (one syncer serving several), or without the syncer's mark (unless
 // adopting; a Namespace that was there before is used as it is, see Skip). A mark without any owner
 // label is the syncer's own object drifted (or the release-0.14 syncer's): it is put back.
-func (w *downWrite) Blocked(ctx context.Context) *framework.Blocked {
-	b := w.blocked()
-	if b != nil && w.reportOnly {
-		w.c.reported(ctx, w.key, report.Entry{Action: report.Conflict, Error: b.LogMsg})
-	}
-	return b
-}
+func (w *downWrite) Blocked(context.Context) *framework.Blocked { return w.blocked() }
 
 func (w *downWrite) blocked() *framework.Blocked {
 	c, key := w.c, w.key
@@ -125,13 +117,7 @@ func (w *downWrite) Creating() bool { return w.down == nil }
 
 // Skip: a Namespace that was there before the syncer (used as it is, even when adopting), a
 // create-only object that exists, an object up to date.
-func (w *downWrite) Skip() string {
-	why := w.skip()
-	if why != "" && w.reportOnly {
-		w.c.cfg.Report.Forget(w.key)
-	}
-	return why
-}
+func (w *downWrite) Skip() string { return w.skip() }
 
 func (w *downWrite) skip() string {
 	switch {
@@ -157,9 +143,6 @@ func (w *downWrite) Before(ctx context.Context) *unstructured.Unstructured {
 // take in place replaced (recreate), then a plain create or a server-side apply; a create that finds
 // the name taken leaves the object in the way in taken.
 func (w *downWrite) Do(ctx context.Context, _ *unstructured.Unstructured) framework.Outcome {
-	if w.reportOnly {
-		return w.report(ctx)
-	}
 	if gone, err := w.handOver(ctx); err != nil || gone {
 		return framework.Outcome{Err: err} // gone: its deletion's event brings the key back
 	}
