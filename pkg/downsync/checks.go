@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/kubestellar/syncer/pkg/gate"
 	"github.com/kubestellar/syncer/pkg/logging"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/report"
@@ -16,44 +17,44 @@ import (
 // the policy says so (its own file: pauses.go, limits.go, signatures.go, drift.go, ...).
 
 // pauseGate holds a paused key, whatever else would be done with it, until its pause ends.
-func (c *Controller) pauseGate(ctx context.Context, in *input) verdict {
+func (c *Controller) pauseGate(ctx context.Context, in *input) gate.Verdict {
 	if after, held := c.paused(ctx, in); held {
 		klog.FromContext(ctx).V(logging.Skip).Info("Paused: not writing", "resumeIn", after.Round(time.Second).String())
-		return stopHere(after, nil)
+		return gate.Stop(after, nil)
 	}
-	return goOn
+	return gate.Pass
 }
 
 // earlyGate stops an object streamed in before its cache synced unless it is to be written.
-func (c *Controller) earlyGate(ctx context.Context, in *input) verdict {
+func (c *Controller) earlyGate(ctx context.Context, in *input) gate.Verdict {
 	switch {
 	case !in.early:
-		return goOn
+		return gate.Pass
 	case !in.wanted:
-		return stopHere(0, nil)
+		return gate.Stop(0, nil)
 	}
 	klog.FromContext(ctx).V(logging.Trace).Info("Writing an object streamed in before the upstream cache synced")
-	return goOn
+	return gate.Pass
 }
 
 // renamedGate deletes the copy a conversion now renames (not for an early object: see earlyGate).
 // A deletion the breaker held is no longer due: the object is wanted again.
-func (c *Controller) renamedGate(ctx context.Context, in *input) verdict {
+func (c *Controller) renamedGate(ctx context.Context, in *input) gate.Verdict {
 	if !in.early {
 		if err := c.deleteUnrenamed(ctx, in.key, in.r, in.reportOnly); err != nil {
-			return stopHere(0, err)
+			return gate.Stop(0, err)
 		}
 	}
 	if c.cfg.Deletions != nil {
 		c.cfg.Deletions.Forget(in.key) // wanted again, if its deletion was held
 	}
-	return goOn
+	return gate.Pass
 }
 
 // namespaceGate holds a namespaced object until its namespace is at the edge and not terminating.
-func (c *Controller) namespaceGate(ctx context.Context, in *input) verdict {
+func (c *Controller) namespaceGate(ctx context.Context, in *input) gate.Verdict {
 	if !in.r.Namespaced {
-		return goOn
+		return gate.Pass
 	}
 	logger, ns := klog.FromContext(ctx), in.key.Namespace
 	wait, terminating, err := c.namespaceMissing(ns)
@@ -62,96 +63,96 @@ func (c *Controller) namespaceGate(ctx context.Context, in *input) verdict {
 	}
 	if wait && !terminating && in.reportOnly {
 		c.reported(ctx, in.key, report.Entry{Action: report.Create}) // its namespace would be created first
-		return stopHere(0, nil)
+		return gate.Stop(0, nil)
 	}
 	if err != nil || wait {
 		if wait && !terminating {
 			logger.V(logging.Skip).Info("Waiting for the namespace downstream")
 			c.namespaceWanted(ns)
 		}
-		return stopHere(0, err) // the namespace's arrival enqueues this key again
+		return gate.Stop(0, err) // the namespace's arrival enqueues this key again
 	}
-	return goOn
+	return gate.Pass
 }
 
 // sizeGate withholds an object over --max-object-bytes; its next change brings the key back.
-func (c *Controller) sizeGate(ctx context.Context, in *input) verdict {
+func (c *Controller) sizeGate(ctx context.Context, in *input) gate.Verdict {
 	if c.tooLarge(ctx, in.key, in.up) {
-		return stopHere(0, nil)
+		return gate.Stop(0, nil)
 	}
-	return goOn
+	return gate.Pass
 }
 
 // signatureGate replaces the object with what was signed, or withholds it (Enforce); its next change
 // brings the key back.
-func (c *Controller) signatureGate(ctx context.Context, in *input) verdict {
+func (c *Controller) signatureGate(ctx context.Context, in *input) gate.Verdict {
 	up, ok := c.verified(ctx, in.key, in.up, in.r.Rename != nil)
 	if !ok {
-		return stopHere(0, nil)
+		return gate.Stop(0, nil)
 	}
 	if up != in.up {
 		in.up, in.sel = up, selection.ObjectOf(in.key.GVR.GroupResource(), up)
 		in.policy = c.cfg.Selection.PolicyOf(in.sel, in.now)
 		in.reportOnly = c.cfg.ReportOnly || in.policy.ReportOnly
 	}
-	return goOn
+	return gate.Pass
 }
 
 // retainGate names the fields the edge owns; an object with replicas waits for the edge's
 // autoscalers to be listed.
-func (c *Controller) retainGate(ctx context.Context, in *input) verdict {
+func (c *Controller) retainGate(ctx context.Context, in *input) gate.Verdict {
 	retain, known := c.retained(in.policy.Retain, in.key, in.r, in.up)
 	if !known {
 		klog.FromContext(ctx).V(logging.Skip).Info("Waiting for the edge's autoscalers to be listed: its replicas may be theirs")
-		return stopHere(autoscalersWait, nil)
+		return gate.Stop(autoscalersWait, nil)
 	}
 	in.opts.Retain = retain
-	return goOn
+	return gate.Pass
 }
 
 // mappingGate maps the object to what is written at the edge (desired); one that cannot be mapped is
 // said, and its next change brings the key back.
-func (c *Controller) mappingGate(ctx context.Context, in *input) verdict {
+func (c *Controller) mappingGate(ctx context.Context, in *input) gate.Verdict {
 	opts := c.cfg.Mapping
 	opts.KeepOnDelete = !in.policy.PropagatesDeletion
 	opts.Rename, opts.Generation, opts.Retain = in.r.Rename, in.r.UpstreamHasStatus, in.opts.Retain
 	desired, err := mapping.ToDownstream(in.up, opts)
 	if err != nil {
 		c.writes.Unmappable(ctx, in.key, err)
-		return stopHere(0, nil)
+		return gate.Stop(0, nil)
 	}
 	in.opts, in.desired = opts, desired
 	if !in.reportOnly {
 		c.cfg.Report.Forget(in.key) // no longer only reported (a config's reportOnly switched off)
 	}
-	return goOn
+	return gate.Pass
 }
 
 // driftGate holds an object whose edge copy drifted under policy Report (not when only reported):
 // the note's or the acknowledgement's event brings the key back.
-func (c *Controller) driftGate(ctx context.Context, in *input) verdict {
+func (c *Controller) driftGate(ctx context.Context, in *input) gate.Verdict {
 	if in.reportOnly {
-		return goOn
+		return gate.Pass
 	}
 	if held, err := c.heldDrift(ctx, in.key, in.r, in.up, in.desired, in.down, in.policy.Drift); held || err != nil {
-		return stopHere(0, err)
+		return gate.Stop(0, err)
 	}
-	return goOn
+	return gate.Pass
 }
 
 // servedGate holds an edge copy whose resource is selected but not served upstream right now, or held
 // for having too many objects there: never deleted on a guess.
-func (c *Controller) servedGate(ctx context.Context, in *input) verdict {
+func (c *Controller) servedGate(ctx context.Context, in *input) gate.Verdict {
 	if in.r.Upstream.Empty() && in.down != nil && (in.r.Held || c.cfg.Selection.Mentions(in.key.GVR.GroupResource(), in.down.GetKind())) {
 		klog.FromContext(ctx).V(logging.Skip).Info("Holding: resource selected but not served upstream, or held")
-		return stopHere(0, nil)
+		return gate.Stop(0, nil)
 	}
-	return goOn
+	return gate.Pass
 }
 
 // unwantedGate forgets what was withheld, refused, reported or held of the object's writes, and says
 // why a selected upsynced copy is not downsynced.
-func (c *Controller) unwantedGate(ctx context.Context, in *input) verdict {
+func (c *Controller) unwantedGate(ctx context.Context, in *input) gate.Verdict {
 	c.takenAgain(in.key)
 	c.withheld.Clear(in.key) // not wanted: nothing to verify or withhold any more
 	c.warned.Clear(in.key)
@@ -162,15 +163,15 @@ func (c *Controller) unwantedGate(ctx context.Context, in *input) verdict {
 	}
 	c.cfg.Report.Forget(in.key) // nothing to report unless it would be deleted (report-only, below)
 	c.recordDrift(in.key, "")
-	return goOn
+	return gate.Pass
 }
 
 // keptGate leaves alone an edge copy that is not there, not the syncer's to delete, or kept by its
 // marks.
-func (c *Controller) keptGate(ctx context.Context, in *input) verdict {
+func (c *Controller) keptGate(ctx context.Context, in *input) gate.Verdict {
 	kept, why, kv := c.keptAtEdge(in.down)
 	if !kept {
-		return goOn
+		return gate.Pass
 	}
 	if c.cfg.Deletions != nil {
 		c.cfg.Deletions.Forget(in.key) // no deletion due for it (any more), if one was held
@@ -178,15 +179,15 @@ func (c *Controller) keptGate(ctx context.Context, in *input) verdict {
 	if why != "" {
 		klog.FromContext(ctx).V(logging.Skip).Info(why, kv...)
 	}
-	return stopHere(0, nil)
+	return gate.Stop(0, nil)
 }
 
 // breakerGate asks the deletion breaker: the deletion goes ahead, waits to be counted with the others
 // due now, or is held (released, it comes back as a key to process).
-func (c *Controller) breakerGate(ctx context.Context, in *input) verdict {
+func (c *Controller) breakerGate(ctx context.Context, in *input) gate.Verdict {
 	d := c.cfg.Deletions
 	if d == nil || in.reportOnly {
-		return goOn
+		return gate.Pass
 	}
 	switch ok, wait, tripped := d.Allow(in.key); {
 	case tripped:
@@ -194,12 +195,12 @@ func (c *Controller) breakerGate(ctx context.Context, in *input) verdict {
 		if c.cfg.OnDeletionsHeld != nil {
 			c.cfg.OnDeletionsHeld()
 		}
-		return stopHere(0, nil)
+		return gate.Stop(0, nil)
 	case wait > 0:
-		return stopHere(wait, nil) // counted with the others due now
+		return gate.Stop(wait, nil) // counted with the others due now
 	case !ok:
 		klog.FromContext(ctx).V(logging.Change).Info("Deletion held by the deletion breaker")
-		return stopHere(0, nil)
+		return gate.Stop(0, nil)
 	}
-	return goOn
+	return gate.Pass
 }

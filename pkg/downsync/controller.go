@@ -169,6 +169,8 @@ type Controller struct {
 	// (Config.Signatures, Enforce) or is too large (Config.MaxObjectBytes). warned are those written
 	// though they do not verify (Warn), said once.
 	withheld, warned framework.ConflictLog
+	// gates are the per-object policies, in order (gates.go).
+	gates chains
 
 	mu sync.Mutex
 	// terminating are the keys waiting for their namespace to finish terminating at the edge.
@@ -195,6 +197,7 @@ func NewController(cfg Config) (*Controller, error) {
 	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Downsync, cfg.FieldManager, cfg.Metrics, cfg.Recorder), terminating: map[framework.Key]string{}, early: newEarly(),
 		pauses: pauses{held: map[framework.Key]time.Time{}, drifted: map[framework.Key]string{}, told: map[framework.Key]map[string]string{}}}
 	c.withheld.Describe = func(reason string) (problem.Kind, string) { return problem.SyncFailed, reason }
+	c.gates = c.newChains()
 	c.queue = framework.NewQueue(metrics.Downsync, cfg.Metrics.WorkqueueProvider(), c.process)
 	return c, nil
 }

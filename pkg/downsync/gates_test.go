@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubestellar/syncer/pkg/framework"
+	"github.com/kubestellar/syncer/pkg/gate"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/report"
 	"github.com/kubestellar/syncer/pkg/selection"
@@ -27,7 +28,7 @@ func (waitingDeletions) Forget(framework.Key) {}
 // gateCase is one gate given one input: whether it stops the key, and when it is looked at again.
 type gateCase struct {
 	name       string
-	gate       func(*Controller, context.Context, *input) verdict
+	admit      func(*Controller, context.Context, *input) gate.Verdict
 	in         func(t *testing.T) *input
 	setup      func(c *Controller)
 	stop       bool
@@ -53,30 +54,30 @@ func TestGates(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
 	for _, tc := range []gateCase{
-		{name: "pause: an upstream pause holds", gate: (*Controller).pauseGate,
+		{name: "pause: an upstream pause holds", admit: (*Controller).pauseGate,
 			in: func(*testing.T) *input { return inputOf(pausedAt(upCM, "2026-11-27T10:00:00Z"), nil) }, stop: true,
 			after: mapping.ResumeAfter(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC), now)},
-		{name: "pause: none", gate: (*Controller).pauseGate, in: func(*testing.T) *input { return inputOf(upCM, nil) }},
-		{name: "early: not wanted stops", gate: (*Controller).earlyGate,
+		{name: "pause: none", admit: (*Controller).pauseGate, in: func(*testing.T) *input { return inputOf(upCM, nil) }},
+		{name: "early: not wanted stops", admit: (*Controller).earlyGate,
 			in: func(*testing.T) *input { in := inputOf(upCM, nil); in.early, in.wanted = true, false; return in }, stop: true},
-		{name: "early: wanted goes on", gate: (*Controller).earlyGate,
+		{name: "early: wanted goes on", admit: (*Controller).earlyGate,
 			in: func(*testing.T) *input { in := inputOf(upCM, nil); in.early = true; return in }},
-		{name: "namespace: missing at the edge", gate: (*Controller).namespaceGate, in: func(*testing.T) *input { return inputOf(upCM, nil) }, stop: true},
-		{name: "namespace: missing, report-only reports the create", gate: (*Controller).namespaceGate,
+		{name: "namespace: missing at the edge", admit: (*Controller).namespaceGate, in: func(*testing.T) *input { return inputOf(upCM, nil) }, stop: true},
+		{name: "namespace: missing, report-only reports the create", admit: (*Controller).namespaceGate,
 			in: func(*testing.T) *input { return inputOf(upCM, nil) }, setup: func(c *Controller) { c.cfg.ReportOnly = true }, stop: true,
 			afterwards: func(t *testing.T, c *Controller, _ *input) {
 				if e := c.cfg.Report.Entries(); len(e) != 1 || e[0].Action != report.Create {
 					t.Errorf("report %+v, want a create", e)
 				}
 			}},
-		{name: "size: a stub is withheld", gate: (*Controller).sizeGate,
+		{name: "size: a stub is withheld", admit: (*Controller).sizeGate,
 			in: func(*testing.T) *input { return inputOf(mapping.TooLargeStub(upCM, 70000, 65536), nil) }, stop: true},
-		{name: "size: under the limit", gate: (*Controller).sizeGate, in: func(*testing.T) *input { return inputOf(upCM, nil) }},
-		{name: "signature: withheld under Enforce", gate: (*Controller).signatureGate, in: func(*testing.T) *input { return inputOf(upCM, nil) },
+		{name: "size: under the limit", admit: (*Controller).sizeGate, in: func(*testing.T) *input { return inputOf(upCM, nil) }},
+		{name: "signature: withheld under Enforce", admit: (*Controller).signatureGate, in: func(*testing.T) *input { return inputOf(upCM, nil) },
 			setup: func(c *Controller) {
 				c.cfg.Signatures = fixedSignatures{err: errors.New("no signature"), enforce: true}
 			}, stop: true},
-		{name: "signature: the signed object replaces the cache's", gate: (*Controller).signatureGate,
+		{name: "signature: the signed object replaces the cache's", admit: (*Controller).signatureGate,
 			in: func(*testing.T) *input { return inputOf(upCM, nil) },
 			setup: func(c *Controller) {
 				signed := upCM.DeepCopy()
@@ -88,45 +89,45 @@ func TestGates(t *testing.T) {
 					t.Errorf("after the signature: object labels %v, matched as %v; want the signed object's", in.up.GetLabels(), in.sel.Labels)
 				}
 			}},
-		{name: "retain: replicas wait for the autoscalers", gate: (*Controller).retainGate,
+		{name: "retain: replicas wait for the autoscalers", admit: (*Controller).retainGate,
 			in: func(*testing.T) *input {
 				d := u("apps/v1", "Deployment", "a", "x", nil)
 				_ = unstructured.SetNestedField(d.Object, int64(2), "spec", "replicas")
 				return inputOf(d, nil)
 			},
 			setup: func(c *Controller) { c.cfg.Autoscalers = unknownAutoscalers{} }, stop: true, after: autoscalersWait},
-		{name: "mapping: the object to write", gate: (*Controller).mappingGate, in: func(*testing.T) *input { return inputOf(upCM, nil) },
+		{name: "mapping: the object to write", admit: (*Controller).mappingGate, in: func(*testing.T) *input { return inputOf(upCM, nil) },
 			afterwards: func(t *testing.T, _ *Controller, in *input) {
 				if in.desired == nil || !mapping.OwnedDownstream(in.desired) || in.reportOnly {
 					t.Errorf("desired %v, report-only %v", in.desired, in.reportOnly)
 				}
 			}},
-		{name: "drift: not looked at when only reported", gate: (*Controller).driftGate,
+		{name: "drift: not looked at when only reported", admit: (*Controller).driftGate,
 			in: func(*testing.T) *input { in := inputOf(upCM, nil); in.reportOnly = true; return in }},
-		{name: "served: an API missing upstream holds the edge copy", gate: (*Controller).servedGate,
+		{name: "served: an API missing upstream holds the edge copy", admit: (*Controller).servedGate,
 			in: func(t *testing.T) *input {
 				in := inputOf(nil, owned(t, upCM))
 				in.r.Upstream = schema.GroupVersionResource{} // selected, not served upstream now
 				return in
 			}, stop: true},
-		{name: "served: held for its count", gate: (*Controller).servedGate,
+		{name: "served: held for its count", admit: (*Controller).servedGate,
 			in: func(t *testing.T) *input {
 				in := inputOf(nil, owned(t, upCM))
 				in.r = Resource{Downstream: cmGVR, Held: true}
 				return in
 			}, stop: true},
-		{name: "served: gone upstream", gate: (*Controller).servedGate, in: func(t *testing.T) *input { return inputOf(nil, owned(t, upCM)) }},
-		{name: "kept: nothing at the edge", gate: (*Controller).keptGate, in: func(*testing.T) *input { return inputOf(nil, nil) }, stop: true},
-		{name: "kept: not the syncer's", gate: (*Controller).keptGate, in: func(*testing.T) *input { return inputOf(nil, unowned) }, stop: true},
-		{name: "kept: the syncer's goes", gate: (*Controller).keptGate, in: func(t *testing.T) *input { return inputOf(nil, owned(t, upCM)) }},
-		{name: "breaker: held", gate: (*Controller).breakerGate, in: func(t *testing.T) *input { return inputOf(nil, owned(t, upCM)) },
+		{name: "served: gone upstream", admit: (*Controller).servedGate, in: func(t *testing.T) *input { return inputOf(nil, owned(t, upCM)) }},
+		{name: "kept: nothing at the edge", admit: (*Controller).keptGate, in: func(*testing.T) *input { return inputOf(nil, nil) }, stop: true},
+		{name: "kept: not the syncer's", admit: (*Controller).keptGate, in: func(*testing.T) *input { return inputOf(nil, unowned) }, stop: true},
+		{name: "kept: the syncer's goes", admit: (*Controller).keptGate, in: func(t *testing.T) *input { return inputOf(nil, owned(t, upCM)) }},
+		{name: "breaker: held", admit: (*Controller).breakerGate, in: func(t *testing.T) *input { return inputOf(nil, owned(t, upCM)) },
 			setup: func(c *Controller) { c.cfg.Deletions = &refusingDeletions{} }, stop: true},
-		{name: "breaker: counted with the others due", gate: (*Controller).breakerGate, in: func(t *testing.T) *input { return inputOf(nil, owned(t, upCM)) },
+		{name: "breaker: counted with the others due", admit: (*Controller).breakerGate, in: func(t *testing.T) *input { return inputOf(nil, owned(t, upCM)) },
 			setup: func(c *Controller) { c.cfg.Deletions = waitingDeletions{} }, stop: true, after: time.Second},
-		{name: "breaker: a deletion only reported is not counted", gate: (*Controller).breakerGate,
-			in: func(t *testing.T) *input { in := inputOf(nil, owned(t, upCM)); in.reportOnly = true; return in },
+		{name: "breaker: a deletion only reported is not counted", admit: (*Controller).breakerGate,
+			in:    func(t *testing.T) *input { in := inputOf(nil, owned(t, upCM)); in.reportOnly = true; return in },
 			setup: func(c *Controller) { c.cfg.Deletions = &refusingDeletions{} }},
-		{name: "breaker: none", gate: (*Controller).breakerGate, in: func(t *testing.T) *input { return inputOf(nil, owned(t, upCM)) }},
+		{name: "breaker: none", admit: (*Controller).breakerGate, in: func(t *testing.T) *input { return inputOf(nil, owned(t, upCM)) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, selecting("a"), nil, nil)
@@ -140,8 +141,8 @@ func TestGates(t *testing.T) {
 				in.policy = h.c.cfg.Selection.PolicyOf(in.sel, now)
 			}
 			in.reportOnly = in.reportOnly || h.c.cfg.ReportOnly || in.policy.ReportOnly // as gather says
-			v := tc.gate(h.c, ctx, in)
-			if v.stop != tc.stop || v.after != tc.after || (v.err != nil) != tc.err {
+			v := tc.admit(h.c, ctx, in)
+			if v.Stop != tc.stop || v.After != tc.after || (v.Err != nil) != tc.err {
 				t.Errorf("verdict %+v, want stop %v after %v error %v", v, tc.stop, tc.after, tc.err)
 			}
 			if tc.afterwards != nil {
@@ -168,23 +169,26 @@ type unknownAutoscalers struct{}
 
 func (unknownAutoscalers) Scales(schema.GroupKind, string, string) (bool, bool) { return false, false }
 
-// TestGateLists: every gate is named once; the lists hold the policies in the order gates.go gives.
+// TestGateLists: every gate has a name and a function and is listed once; the chains hold the
+// policies in the order gates.go gives (logged).
 func TestGateLists(t *testing.T) {
+	h := newHarness(t, selecting("a"), nil, nil)
 	seen := map[string]bool{}
-	var names []string
-	for _, list := range [][]gate{keyGates, writeGates, deleteGates} {
-		for _, g := range list {
-			if g.admit == nil || g.name == "" {
-				t.Errorf("gate %q without a name or a function", g.name)
+	for _, ch := range []gate.Chain[*input]{h.c.gates.key, h.c.gates.write, h.c.gates.delete} {
+		for _, g := range ch {
+			if g.Admit == nil || g.Name == "" {
+				t.Errorf("gate %q without a name or a function", g.Name)
 			}
-			if seen[g.name] {
-				t.Errorf("gate %q listed twice", g.name)
+			if seen[g.Name] {
+				t.Errorf("gate %q listed twice", g.Name)
 			}
-			seen[g.name] = true
-			names = append(names, g.name)
+			seen[g.Name] = true
 		}
+		t.Logf("%v", ch.Names())
 	}
-	t.Logf("gates: %v", names)
+	if len(seen) != 13 {
+		t.Errorf("%d gates, want the 13 docs/architecture.md names", len(seen))
+	}
 }
 
 // TestGateVerdictCounted: the gate that stops a key is counted by name and verdict; the gates it

@@ -39,17 +39,17 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	if !ok || err != nil {
 		return 0, err
 	}
-	if v := c.admit(ctx, in, keyGates); v.stop {
-		return v.after, v.err
+	if v := c.admit(ctx, in, c.gates.key); v.Stop {
+		return v.After, v.Err
 	}
 	if in.wanted {
-		if v := c.admit(ctx, in, writeGates); v.stop {
-			return v.after, v.err
+		if v := c.admit(ctx, in, c.gates.write); v.Stop {
+			return v.After, v.Err
 		}
 		return c.write(ctx, in)
 	}
-	if v := c.admit(ctx, in, deleteGates); v.stop {
-		return v.after, v.err
+	if v := c.admit(ctx, in, c.gates.delete); v.Stop {
+		return v.After, v.Err
 	}
 	return c.delete(ctx, in)
 }

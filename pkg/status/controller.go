@@ -71,6 +71,8 @@ type Config struct {
 	// Pauses, if set, tells which objects are paused: no status is returned for them, and their
 	// upstream objects are labelled with the end of the pause.
 	Pauses Pauses
+	// Now is the clock pauses are read against (time.Now when nil).
+	Now func() time.Time
 }
 
 // notReturned are resources whose upstream status is the upstream apiserver's own.
@@ -110,6 +112,9 @@ type Controller struct {
 func NewController(cfg Config) (*Controller, error) {
 	if cfg.Upstream == nil || cfg.UpstreamInformers == nil || cfg.DownstreamInformers == nil || cfg.Selection == nil || cfg.Metrics == nil {
 		return nil, errors.New("status: every Config field is required")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Status, framework.DefaultFieldManager, cfg.Metrics, cfg.Recorder),
 		executing: mapping.ExecutingLabel(cfg.SyncTargetName), applied: mapping.AppliedLabel(cfg.SyncTargetName), pausedLabel: mapping.PausedLabel(cfg.SyncTargetName),
@@ -260,11 +265,11 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	if err != nil || !synced {
 		return 0, err
 	}
-	if up == nil || up.GetDeletionTimestamp() != nil || mapping.OwnedUpstream(up) || mapping.PauseOf(up).Active(time.Now()) {
-		return 0, nil // a paused object's own pause holds before downsync has looked at it (after a restart)
+	if up == nil || up.GetDeletionTimestamp() != nil || mapping.OwnedUpstream(up) {
+		return 0, nil
 	}
-	if _, stub := mapping.TooLarge(up); stub {
-		return 0, nil // held as its metadata only: never written back from that (downsync says why)
+	if v := c.admit(ctx, &input{key: key, up: up, now: c.cfg.Now()}); v.Stop {
+		return v.After, v.Err
 	}
 	projection := c.cfg.Selection.StatusProjection(selection.ObjectOf(gr, up))
 	// It runs the object, as status return sees it, when it has a copy whose status may be returned.
@@ -299,7 +304,7 @@ func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, d
 	// generation: they cannot be told), and never an empty one there (the whole object is written).
 	var status interface{}
 	if !r.UpstreamHasStatus {
-		status = mapping.Project(runtime.DeepCopyJSONValue(down.Object["status"]), projection, up, c.cfg.SyncTargetName, time.Now())
+		status = mapping.Project(runtime.DeepCopyJSONValue(down.Object["status"]), projection, up, c.cfg.SyncTargetName, c.cfg.Now())
 		if m, ok := status.(map[string]interface{}); status == nil || (ok && len(m) == 0) {
 			logger.V(logging.Skip).Info("No status to return")
 			return 0, nil
@@ -352,7 +357,7 @@ func (c *Controller) returned(down, up *unstructured.Unstructured, key framework
 	var status interface{}
 	applied, known := int64(0), false
 	if down != nil {
-		status = mapping.Project(mapping.ReturnedStatus(down, up), projection, up, c.cfg.SyncTargetName, time.Now())
+		status = mapping.Project(mapping.ReturnedStatus(down, up), projection, up, c.cfg.SyncTargetName, c.cfg.Now())
 		applied, known = mapping.AppliedGeneration(down)
 	}
 	if c.cfg.Refusals == nil {
@@ -369,7 +374,7 @@ func (c *Controller) returned(down, up *unstructured.Unstructured, key framework
 	case down == nil:
 		why += " (it has no copy)"
 	}
-	return mapping.RefusedStatus(status, up, g, why, time.Now())
+	return mapping.RefusedStatus(status, up, g, why, c.cfg.Now())
 }
 
 // carriesStatus tells whether an object has a status field (process returns it, even empty).

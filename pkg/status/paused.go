@@ -36,7 +36,7 @@ func (c *Controller) paused(ctx context.Context, key framework.Key, r Resource, 
 	until, paused := c.cfg.Pauses.PausedUntil(key)
 	if _, check := c.pauseChecks.Load(key); !check {
 		// Before downsync has looked at the key (after a restart), the edge copy's own pause holds too.
-		return paused || (down != nil && mapping.PauseOf(down).Active(time.Now())), false, nil
+		return paused || (down != nil && mapping.PauseOf(down).Active(c.cfg.Now())), false, nil
 	}
 	up, synced, err := framework.Cached(c.cfg.UpstreamInformers, r.Upstream, key.Namespace, key.Name)
 	if err != nil || !synced || up == nil {

@@ -89,6 +89,9 @@ type Config struct {
 	DeletionBreaker breaker.Options
 	// ConflictRecheckPeriod is how often an object blocked by an unowned object is looked at again.
 	ConflictRecheckPeriod time.Duration
+	// Clock is the time the per-object policies of all three directions read (pauses), time.Now when
+	// nil.
+	Clock func() time.Time
 
 	// Metrics receives the engine's metrics; required.
 	Metrics *metrics.Metrics

@@ -226,7 +226,7 @@ func (s *Syncer) newControllers() error {
 		OnRefused: func(key framework.Key) { s.status.Recheck(key) }, OnDeletionsHeld: s.deletionsHeld,
 		OnPauseChanged: func(key framework.Key) { s.status.PauseChanged(key) },
 		ReportOnly:     cfg.ReportOnly, Report: s.report, EdgeRecorder: cfg.EdgeRecorder, Signatures: cfg.Signatures,
-		MaxObjectBytes: cfg.MaxObjectBytes,
+		MaxObjectBytes: cfg.MaxObjectBytes, Now: cfg.Clock,
 	}
 	s.autoscalers = autoscale.NewIndex(func(t autoscale.Target) { s.downsync.EnqueueEdgeObject(t.GroupKind, t.Namespace, t.Name) })
 	dcfg.Autoscalers = s.autoscalers
@@ -239,7 +239,7 @@ func (s *Syncer) newControllers() error {
 	if s.status, err = status.NewController(status.Config{
 		Upstream: cfg.UpstreamDynamic, UpstreamInformers: s.up, DownstreamInformers: s.down,
 		Selection: statusView{s.snapshot}, Metrics: cfg.Metrics, Recorder: cfg.Recorder,
-		Refusals: s.downsync, Pauses: s.downsync, SyncTargetName: cfg.SyncTargetName,
+		Refusals: s.downsync, Pauses: s.downsync, SyncTargetName: cfg.SyncTargetName, Now: cfg.Clock,
 	}); err != nil {
 		return err
 	}
@@ -247,7 +247,7 @@ func (s *Syncer) newControllers() error {
 		Upstream: cfg.UpstreamDynamic, UpstreamInformers: s.up, DownstreamInformers: s.down,
 		Selection: upsyncView{s.snapshot}, Metrics: cfg.Metrics, OwnerLabelValue: s.ownerLabel,
 		ConflictRecheckPeriod: cfg.ConflictRecheckPeriod, OnLeftoverDeleted: s.upLeftoverMayBeEmpty, Recorder: cfg.Recorder,
-		FieldManager: cfg.FieldManager,
+		FieldManager: cfg.FieldManager, Now: cfg.Clock,
 	}); err != nil {
 		return err
 	}

@@ -71,6 +71,8 @@ type Config struct {
 	// FieldManager names the syncer's writes upstream (framework.DefaultFieldManager when empty), so
 	// that a loop with another writer can name that writer.
 	FieldManager string
+	// Now is the clock pauses are read against (time.Now when nil).
+	Now func() time.Time
 }
 
 // Controller is the upsync controller.
@@ -84,6 +86,9 @@ type Controller struct {
 func NewController(cfg Config) (*Controller, error) {
 	if cfg.Upstream == nil || cfg.UpstreamInformers == nil || cfg.DownstreamInformers == nil || cfg.Selection == nil || cfg.Metrics == nil {
 		return nil, errors.New("upsync: clients, informers, selection and metrics are required")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.ConflictRecheckPeriod <= 0 {
 		cfg.ConflictRecheckPeriod = time.Minute
@@ -203,10 +208,8 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 			return 0, err
 		}
 	}
-	if p := mapping.PauseOf(down); p.Active(time.Now()) {
-		// A technician paused the edge object: neither its copy nor its copy's deletion is written.
-		klog.FromContext(ctx).V(logging.Skip).Info("Paused at the edge: not writing its copy upstream", "until", p.Until.UTC().Format(time.RFC3339))
-		return mapping.ResumeAfter(p.Until, time.Now()), nil
+	if v := c.admit(ctx, &input{down: down, now: c.cfg.Now()}); v.Stop {
+		return v.After, v.Err
 	}
 	wanted := r.Selected && down != nil && down.GetDeletionTimestamp() == nil && !mapping.OwnedDownstream(down) &&
 		c.cfg.Selection.UpsyncMatches(selection.ObjectOf(gr, down)) &&
