@@ -214,11 +214,25 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.SyncerConfigSelector, "syncer-config-selector", o.SyncerConfigSelector, "Label selector of the SyncerConfigs (and EdgeSyncConfigs) this syncer reads, merges and writes its heartbeat on, e.g. edge.kubestellar.io/sync-target=edge-1; empty: all of them. Lets several syncers share one upstream, a config each.")
 	fs.BoolVar(&o.PrintVersion, "version", o.PrintVersion, "Print the version, git revision, Go version and platform, and exit.")
 
-	// The names these flags had before they were named as Kubernetes components name them: still
-	// accepted (bound to the same options), with a deprecation line on standard error, and hidden
-	// from --help.
-	// And release-0.14's names of the two sides (from: upstream, to: downstream); its --qps and
-	// --burst given without --downstream-qps limit both sides, as they did there (Complete).
+	addAliases(fs)
+
+	logsapi.AddFlags(o.Logs, fs)
+	o.legacyLogs = legacyflags.Klog(fs) // release-0.14's klog flags, after -v and --vmodule
+	o.flags = fs
+	fs.Lookup("logging-format").Usage = "Log format: text (klog's, the default) or json (one JSON object per line)."
+	fs.Lookup("v").Usage = "Log verbosity: 0 lifecycle and problems, 2 each change applied, 4 skips and why, 5 enqueues and heartbeats, 6 and up client-go's requests."
+	// The alpha options need the LoggingAlphaOptions feature gate, which the syncer does not offer:
+	// accepted (and refused by Validate), but not shown.
+	for _, name := range []string{"log-text-split-stream", "log-text-info-buffer-size", "log-json-split-stream", "log-json-info-buffer-size"} {
+		_ = fs.MarkHidden(name)
+	}
+}
+
+// addAliases adds the names flags had before they were named as Kubernetes components name them:
+// still accepted (bound to the same options), with a deprecation line on standard error, and hidden
+// from --help. And release-0.14's names of the two sides (from: upstream, to: downstream); its --qps
+// and --burst given without --downstream-qps limit both sides, as they did there (Complete).
+func addAliases(fs *pflag.FlagSet) {
 	for _, alias := range []struct{ old, current, note string }{
 		{"leader-elect-namespace", "leader-elect-resource-namespace", ""},
 		{"leader-elect-lease-name", "leader-elect-resource-name", ""},
@@ -232,17 +246,6 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		f := fs.Lookup(alias.current)
 		fs.Var(f.Value, alias.old, f.Usage)
 		_ = fs.MarkDeprecated(alias.old, "use --"+alias.current+" instead"+alias.note)
-	}
-
-	logsapi.AddFlags(o.Logs, fs)
-	o.legacyLogs = legacyflags.Klog(fs) // release-0.14's klog flags, after -v and --vmodule
-	o.flags = fs
-	fs.Lookup("logging-format").Usage = "Log format: text (klog's, the default) or json (one JSON object per line)."
-	fs.Lookup("v").Usage = "Log verbosity: 0 lifecycle and problems, 2 each change applied, 4 skips and why, 5 enqueues and heartbeats, 6 and up client-go's requests."
-	// The alpha options need the LoggingAlphaOptions feature gate, which the syncer does not offer:
-	// accepted (and refused by Validate), but not shown.
-	for _, name := range []string{"log-text-split-stream", "log-text-info-buffer-size", "log-json-split-stream", "log-json-info-buffer-size"} {
-		_ = fs.MarkHidden(name)
 	}
 }
 
@@ -317,6 +320,21 @@ func (o *Options) Validate() error {
 	if _, err := o.ObjectBytesLimit(); err != nil {
 		errs = append(errs, err.Error())
 	}
+	errs = append(errs, o.validateLimits()...)
+	if _, err := labels.Parse(o.SyncerConfigSelector); err != nil {
+		errs = append(errs, fmt.Sprintf("--syncer-config-selector: %v", err))
+	}
+	errs = append(errs, o.validateLogs()...)
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// validateLimits checks the numbers the flags set: leader election's timings, workers, periods and
+// limits.
+func (o *Options) validateLimits() []string {
+	var errs []string
 	if o.LeaderElect {
 		if o.LeaderElectResourceNamespace == "" {
 			errs = append(errs, "--leader-elect needs --leader-elect-resource-namespace (or $POD_NAMESPACE)")
@@ -348,14 +366,7 @@ func (o *Options) Validate() error {
 	if o.HeartbeatPeriod < 0 {
 		errs = append(errs, "--heartbeat-period must not be negative")
 	}
-	if _, err := labels.Parse(o.SyncerConfigSelector); err != nil {
-		errs = append(errs, fmt.Sprintf("--syncer-config-selector: %v", err))
-	}
-	errs = append(errs, o.validateLogs()...)
-	if len(errs) > 0 {
-		return errors.New(strings.Join(errs, "; "))
-	}
-	return nil
+	return errs
 }
 
 // validateLogs checks the logging configuration as component-base will when main applies it, and
