@@ -268,7 +268,7 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 	if up == nil || up.GetDeletionTimestamp() != nil || mapping.OwnedUpstream(up) {
 		return 0, nil
 	}
-	if v := c.admit(ctx, &input{key: key, up: up, now: c.cfg.Now()}); v.Stop {
+	if v := c.admit(ctx, &input{up: up, now: c.cfg.Now()}); v.Stop {
 		return v.After, v.Err
 	}
 	projection := c.cfg.Selection.StatusProjection(selection.ObjectOf(gr, up))

@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/gate"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/metrics"
@@ -15,7 +14,6 @@ import (
 // input is what status return's gates look at: a key's upstream object, read once it has something
 // to say of it, and the time.
 type input struct {
-	key framework.Key
 	up  *unstructured.Unstructured
 	now time.Time
 }
