@@ -24,16 +24,23 @@ type bed struct {
 }
 
 func newBed(count, percent, owned int) *bed {
+	return newBedWith(Options{Count: count, Percent: percent}, owned)
+}
+
+func newBedWith(opts Options, owned int) *bed {
 	t := &bed{clock: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC), owned: owned, releases: map[string]string{}}
-	t.b = New(Options{Count: count, Percent: percent}, func() int { return t.owned },
-		func() map[string]string {
-			out := map[string]string{}
-			for k, v := range t.releases {
-				out[k] = v
-			}
-			return out
-		}, func() time.Time { return t.clock })
+	t.b = New(opts, func() int { return t.owned },
+		func() map[string]Release { return rel(t.releases) }, func() time.Time { return t.clock })
 	return t
+}
+
+// rel is releases of these values, all trusted.
+func rel(m map[string]string) map[string]Release {
+	out := map[string]Release{}
+	for k, v := range m {
+		out[k] = Release{Value: v}
+	}
+	return out
 }
 
 // deleted is how many of n deletions, falling due every apart from key first on, are made: each is
@@ -42,7 +49,7 @@ func (t *bed) deleted(first, n int, every time.Duration) int {
 	made := 0
 	waiting := map[int]time.Time{}
 	ask := func(i int) {
-		ok, wait, _ := t.b.Allow(key(i))
+		ok, wait, _ := t.b.Allow(key(i), 1)
 		switch {
 		case ok:
 			made++
@@ -99,15 +106,15 @@ func TestABurstDeletesNothingAndIsReleased(t *testing.T) {
 	if !s.Tripped || s.Held != 1000 || len(s.Examples) != 3 || s.Examples[0] != key(0) {
 		t.Fatalf("state %+v: want tripped, 1,000 held, the first three named", s)
 	}
-	if ok, _, tripped := tb.b.Allow(key(5000)); ok || tripped {
+	if ok, _, tripped := tb.b.Allow(key(5000), 1); ok || tripped {
 		t.Error("a deletion allowed while tripped (or said to trip it again)")
 	}
 	tb.b.Forget(key(5000)) // wanted again
-	if got, refused := tb.b.Consider(map[string]string{"shop": "7"}); got != nil || refused != nil {
+	if got, refused := tb.b.Consider(rel(map[string]string{"shop": "7"})); got != nil || refused != nil {
 		t.Errorf("released %d (refusals %v) by a release made before it tripped", len(got), refused)
 	}
 	for i := 0; i < 2; i++ {
-		got, refused := tb.b.Consider(map[string]string{"shop": "999", "web": "all"})
+		got, refused := tb.b.Consider(rel(map[string]string{"shop": "999", "web": "all"}))
 		switch {
 		case got != nil:
 			t.Errorf("released %d by a release naming fewer than held", len(got))
@@ -117,7 +124,7 @@ func TestABurstDeletesNothingAndIsReleased(t *testing.T) {
 			t.Errorf("refusals said again: %+v", refused)
 		}
 	}
-	got, _ := tb.b.Consider(map[string]string{"shop": "7", "other": "1000"})
+	got, _ := tb.b.Consider(rel(map[string]string{"shop": "7", "other": "1000"}))
 	if len(got) != 1000 {
 		t.Fatalf("released %d; want the 1,000 held", len(got))
 	}
@@ -149,7 +156,7 @@ func TestUndoingTheChangeEndsTheHold(t *testing.T) {
 	if s := tb.b.State(1); !s.Tripped || s.Held != 1 {
 		t.Fatalf("state %+v with one deletion still held: want tripped, 1 held", s)
 	}
-	if ok, _, _ := tb.b.Allow(key(9000)); ok {
+	if ok, _, _ := tb.b.Allow(key(9000), 1); ok {
 		t.Error("a new deletion allowed while one is still held")
 	}
 	tb.b.Forget(key(9000))
@@ -169,7 +176,7 @@ func TestAReleaseLetsGoTheHeldOnly(t *testing.T) {
 	if n := tb.deleted(0, 300, time.Millisecond); n != 0 {
 		t.Fatalf("%d of 300 deletions made; want none", n)
 	}
-	if got, _ := tb.b.Consider(map[string]string{"shop": "300"}); len(got) != 300 {
+	if got, _ := tb.b.Consider(rel(map[string]string{"shop": "300"})); len(got) != 300 {
 		t.Fatalf("released %d; want 300", len(got))
 	}
 	if n := tb.deleted(1000, 60, time.Millisecond); n != 0 {
@@ -177,5 +184,76 @@ func TestAReleaseLetsGoTheHeldOnly(t *testing.T) {
 	}
 	if n := tb.deleted(0, 300, 0); n != 300 {
 		t.Errorf("%d of the 300 released deletions made; want all", n)
+	}
+}
+
+// TestAMailboxReleaseIsRefused: a release from a source the site does not trust releases nothing,
+// whatever it names, and is said once with why; a trusted one made later releases.
+func TestAMailboxReleaseIsRefused(t *testing.T) {
+	tb := newBed(10, 20, 100)
+	if n := tb.deleted(0, 40, time.Millisecond); n != 0 {
+		t.Fatalf("%d of 40 deletions made; want none", n)
+	}
+	hostile := map[string]Release{"syncerconfig zz": {Value: "9223372036854775807", Untrusted: "made in the mailbox"}}
+	for i := 0; i < 2; i++ {
+		got, refused := tb.b.Consider(hostile)
+		if got != nil || (i == 0 && (len(refused) != 1 || refused[0].Reason != "made in the mailbox")) || (i == 1 && refused != nil) {
+			t.Fatalf("try %d: released %d, refusals %+v; want nothing released, the refusal said once", i, len(got), refused)
+		}
+	}
+	hostile["edge"] = Release{Value: "40"}
+	if got, _ := tb.b.Consider(hostile); len(got) != 40 {
+		t.Errorf("released %d by the edge's release; want 40", len(got))
+	}
+}
+
+// TestTheBaseCannotBeInflated: objects made just before a burst do not raise the share the burst is
+// weighed against: the base is the least owned over the last hour.
+func TestTheBaseCannotBeInflated(t *testing.T) {
+	tb := newBed(50, 20, 100)
+	tb.b.Observe()
+	tb.clock = tb.clock.Add(10 * time.Minute)
+	tb.owned = 100000 // the mailbox fills the edge with tiny objects
+	if n := tb.deleted(0, 200, time.Millisecond); n != 0 {
+		t.Errorf("%d of 200 deletions made against 100,000 objects made ten minutes ago; want none (the base is 100)", n)
+	}
+	// An hour later the objects are part of the base: 200 of 100,000 is ordinary churn.
+	tb = newBed(50, 20, 100)
+	tb.b.Observe()
+	tb.clock = tb.clock.Add(Hour + time.Minute)
+	tb.owned = 100000
+	if n := tb.deleted(0, 200, time.Millisecond); n != 200 {
+		t.Errorf("%d of 200 deletions made against 100,000 objects owned for an hour; want all", n)
+	}
+}
+
+// TestADripTripsTheHourlyLimit: deletions under the minute's limit, kept up, trip the hourly one.
+func TestADripTripsTheHourlyLimit(t *testing.T) {
+	tb := newBedWith(Options{Count: 50, Percent: 20, HourCount: 200}, 1000)
+	made := tb.deleted(0, 600, 2*time.Second) // 30 a minute for 20 minutes
+	if made < 200 || made > 201 {
+		t.Errorf("%d of a drip of 600 deletions, 30 a minute, made; want the hourly limit's 200 (then held)", made)
+	}
+	if s := tb.b.State(0); !s.Tripped {
+		t.Errorf("state %+v: want tripped by the hourly limit", s)
+	}
+	// Without an hourly limit the drip never trips.
+	tb = newBed(50, 20, 1000)
+	if n := tb.deleted(0, 600, 2*time.Second); n != 600 {
+		t.Errorf("%d of 600 made without an hourly limit; want all", n)
+	}
+}
+
+// TestAWeightyDeletionCountsAsMany: one deletion that takes 30 objects with it weighs 30.
+func TestAWeightyDeletionCountsAsMany(t *testing.T) {
+	tb := newBed(10, 5, 100)
+	if ok, _, tripped := tb.b.Allow(key(0), 30); ok || !tripped {
+		t.Errorf("a deletion weighing 30 against a limit of 10: ok %v, tripped %v; want held, tripped", ok, tripped)
+	}
+	tb = newBed(10, 5, 100)
+	_, wait, _ := tb.b.Allow(key(0), 3)
+	tb.clock = tb.clock.Add(wait)
+	if ok, _, _ := tb.b.Allow(key(0), 3); !ok {
+		t.Error("a deletion weighing 3 under a limit of 10 held")
 	}
 }
