@@ -3,12 +3,12 @@ package conditions
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubestellar/syncer/pkg/breaker"
 	"github.com/kubestellar/syncer/pkg/credential"
 	"github.com/kubestellar/syncer/pkg/problem"
 	"github.com/kubestellar/syncer/pkg/report"
@@ -65,6 +65,8 @@ type Sources interface {
 	// DeletionsHeld tells whether the deletion breaker holds deletions at the edge: since when, how
 	// many, and up to limit of them.
 	DeletionsHeld(limit int) (held bool, since time.Time, count int, examples []string)
+	// ReleaseHow says how the deletions held are released, naming count.
+	ReleaseHow(count string) string
 	// Report is what the syncer would write in report-only mode, cut to limit objects; nil when it
 	// reports nothing (neither the mode nor a config asks).
 	Report(limit int) *report.Summary
@@ -142,10 +144,10 @@ func deletionsHeld(src Sources) metav1.Condition {
 		return metav1.Condition{Type: DeletionsHeld, Status: metav1.ConditionFalse, Reason: "NoneHeld", Message: "No deletion is held."}
 	}
 	return metav1.Condition{Type: DeletionsHeld, Status: metav1.ConditionTrue, Reason: "TooManyDeletions",
-		Message: capLen(fmt.Sprintf("%d deletions at the edge held since %s: more fell due within a minute than the deletion breaker allows. "+
-			"To let them go, annotate a SyncerConfig %s=\"%d\" (a value it did not have when the hold began); "+
+		Message: capLen(fmt.Sprintf("%d deletions at the edge held since %s: more fell due than the deletion breaker allows. "+
+			"The edge owner lets them go: %s (a value the annotation did not have when the hold began); "+
 			"undoing the change that made them due ends the hold too. Held: %s",
-			n, since.UTC().Format(time.RFC3339), breaker.ReleaseAnnotation, n, Bounded(examples, n)), MaxMessageLen)}
+			n, since.UTC().Format(time.RFC3339), src.ReleaseHow(strconv.Itoa(n)), Bounded(examples, n)), MaxMessageLen)}
 }
 
 // ForConfig computes the conditions of one config (a SyncerConfig or an EdgeSyncConfig, per kind):

@@ -48,6 +48,10 @@ func (s sources) Credential() credential.State { return s.credential }
 
 func (s sources) Report(int) *report.Summary { return s.report }
 
+func (s sources) ReleaseHow(count string) string {
+	return "kubectl -n edge annotate --overwrite configmap kubestellar-syncer-release edge.kubestellar.io/release-deletions=" + count
+}
+
 func (s sources) DeletionsHeld(limit int) (bool, time.Time, int, []string) {
 	var ex []string
 	for i := 0; i < s.held && i < limit; i++ {

@@ -69,7 +69,7 @@ func TestDeletionsHeld(t *testing.T) {
 			held = c
 		}
 	}
-	if held.Status != metav1.ConditionTrue || !strings.Contains(held.Message, `edge.kubestellar.io/release-deletions="120"`) ||
+	if held.Status != metav1.ConditionTrue || !strings.Contains(held.Message, `annotate --overwrite configmap kubestellar-syncer-release edge.kubestellar.io/release-deletions=120`) ||
 		!strings.Contains(held.Message, "configmaps ns/c000") {
 		t.Errorf("DeletionsHeld %+v", held)
 	}

@@ -37,16 +37,28 @@ func (c *Controller) earlyGate(ctx context.Context, in *input) gate.Verdict {
 	return gate.Pass
 }
 
-// renamedGate deletes the copy a conversion now renames (not for an early object: see earlyGate).
-// A deletion the breaker held is no longer due: the object is wanted again.
+// renamedGate deletes the copy a conversion now renames (not for an early object: see earlyGate), a
+// deletion the breaker counts. The object is wanted: what was kept of it is not any more.
 func (c *Controller) renamedGate(ctx context.Context, in *input) gate.Verdict {
-	if !in.early {
-		if err := c.deleteUnrenamed(ctx, in.key, in.r, in.reportOnly); err != nil {
-			return gate.Stop(0, err)
-		}
+	c.kept.Clear(in.key)
+	c.emptying.forget(in.key)
+	if in.early {
+		return gate.Pass
 	}
-	if c.cfg.Deletions != nil {
-		c.cfg.Deletions.Forget(in.key) // wanted again, if its deletion was held
+	old, err := c.unrenamed(in.key, in.r, in.reportOnly)
+	switch {
+	case err != nil:
+		return gate.Stop(0, err)
+	case old == nil:
+		c.forgetRewrite(in.key, renamed)
+		return gate.Pass
+	}
+	if v := c.mayDelete(ctx, rewriteKey(in.key, renamed), 1); v.Stop {
+		return v
+	}
+	client := c.cfg.Downstream.Resource(in.r.Downstream).Namespace(in.key.Namespace)
+	if _, err := c.writes.DeleteOwned(ctx, client, in.key, old, "Deleted the copy a conversion now renames", "renamedTo", in.r.Rename.DownName(in.key.Name)); err != nil {
+		return gate.Stop(0, err)
 	}
 	return gate.Pass
 }
@@ -182,25 +194,16 @@ func (c *Controller) keptGate(ctx context.Context, in *input) gate.Verdict {
 	return gate.Stop(0, nil)
 }
 
-// breakerGate asks the deletion breaker: the deletion goes ahead, waits to be counted with the others
-// due now, or is held (released, it comes back as a key to process).
+// breakerGate asks the deletion breaker, weighing what the deletion takes with it: the deletion goes
+// ahead, waits to be counted with the others due now, or is held (released, it comes back as a key
+// to process). Report-only, nothing is deleted, nothing counted.
 func (c *Controller) breakerGate(ctx context.Context, in *input) gate.Verdict {
-	d := c.cfg.Deletions
-	if d == nil || in.reportOnly {
+	if c.cfg.Deletions == nil || in.reportOnly {
 		return gate.Pass
 	}
-	switch ok, wait, tripped := d.Allow(in.key); {
-	case tripped:
-		klog.FromContext(ctx).Info("Holding every deletion at the edge: too many fell due at once (the deletion breaker); see condition DeletionsHeld on the SyncerConfigs")
-		if c.cfg.OnDeletionsHeld != nil {
-			c.cfg.OnDeletionsHeld()
-		}
-		return gate.Stop(0, nil)
-	case wait > 0:
-		return gate.Stop(wait, nil) // counted with the others due now
-	case !ok:
-		klog.FromContext(ctx).V(logging.Change).Info("Deletion held by the deletion breaker")
-		return gate.Stop(0, nil)
+	weight, err := c.weightOf(ctx, in)
+	if err != nil {
+		return gate.Stop(0, err)
 	}
-	return gate.Pass
+	return c.mayDelete(ctx, in.key, weight)
 }

@@ -109,6 +109,12 @@ type Config struct {
 	// Deletions, if set, is asked before each deletion of an object no longer wanted (the deletion
 	// breaker), and told of keys wanted again.
 	Deletions Deletions
+	// Contents, if set, lists what the edge holds in a Namespace or of a CRD's resource: such a
+	// container is deleted only once nothing the syncer did not write is in it, after the syncer's own.
+	Contents Contents
+	// AllowEmptyingHonoured lets the configs' allowEmptying exempt rewrites that empty objects from
+	// Deletions (the site trusts its mailbox with its breaker); else they are counted regardless.
+	AllowEmptyingHonoured bool
 	// OnDeletionsHeld, if set, is told when Deletions starts holding.
 	OnDeletionsHeld func()
 	// OnPauseChanged, if set, is told the key of every object whose pause starts, changes or ends
@@ -149,9 +155,10 @@ type Autoscalers interface {
 
 // Deletions decides whether a deletion at the edge may go ahead now (package breaker).
 type Deletions interface {
-	// Allow tells whether the deletion of key may go ahead: ok, or to be asked again after wait, or
-	// held (it comes back as a key to process when released). tripped: this call started the holding.
-	Allow(key framework.Key) (ok bool, wait time.Duration, tripped bool)
+	// Allow tells whether the deletion of key, weighing weight objects, may go ahead: ok, or to be
+	// asked again after wait, or held (it comes back as a key to process when released). tripped: this
+	// call started the holding.
+	Allow(key framework.Key, weight int) (ok bool, wait time.Duration, tripped bool)
 	// Forget drops a held key that is wanted again.
 	Forget(key framework.Key)
 }
@@ -169,6 +176,11 @@ type Controller struct {
 	// (Config.Signatures, Enforce) or is too large (Config.MaxObjectBytes). warned are those written
 	// though they do not verify (Warn), said once.
 	withheld, warned framework.ConflictLog
+	// kept are the keys whose edge copy is no longer wanted but kept, and why (a Namespace holding
+	// what the syncer did not write); emptying the containers waiting for the syncer's own objects in
+	// them to go.
+	kept     framework.ConflictLog
+	emptying backoffs
 	// gates are the per-object policies, in order (gates.go).
 	gates chains
 
@@ -197,6 +209,7 @@ func NewController(cfg Config) (*Controller, error) {
 	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Downsync, cfg.FieldManager, cfg.Metrics, cfg.Recorder), terminating: map[framework.Key]string{}, early: newEarly(),
 		pauses: pauses{held: map[framework.Key]time.Time{}, drifted: map[framework.Key]string{}, told: map[framework.Key]map[string]string{}}}
 	c.withheld.Describe = func(reason string) (problem.Kind, string) { return problem.SyncFailed, reason }
+	c.kept.Describe = c.withheld.Describe
 	c.gates = c.newChains()
 	c.queue = framework.NewQueue(metrics.Downsync, cfg.Metrics.WorkqueueProvider(), c.process)
 	return c, nil
@@ -211,6 +224,10 @@ func (c *Controller) Writes() *framework.Writes { return c.writes }
 // Withheld are the objects not written because they do not verify or are too large (for
 // ObjectsSynced).
 func (c *Controller) Withheld() *framework.ConflictLog { return &c.withheld }
+
+// Kept is the log of edge objects no longer wanted but kept (a Namespace or CRD holding objects the
+// syncer did not write), for the conditions.
+func (c *Controller) Kept() *framework.ConflictLog { return &c.kept }
 
 // Run starts the workers and blocks until ctx is done and they have exited.
 func (c *Controller) Run(ctx context.Context, workers int) { c.queue.Run(ctx, workers) }
@@ -240,6 +257,7 @@ func (c *Controller) Relevant(key framework.Key) bool {
 func (c *Controller) Prune() {
 	c.writes.Conflicts().Prune(c.Relevant)
 	c.withheld.Prune(c.Relevant)
+	c.kept.Prune(c.Relevant)
 	c.warned.Prune(c.Relevant)
 	c.queue.Prune(c.Relevant)
 	c.pauses.forget(c.Relevant)

@@ -42,7 +42,8 @@ func (c *Controller) newChains() chains {
 			{Name: "early", Admit: c.earlyGate},
 		},
 		write: gate.Chain[*input]{
-			// The copy a conversion now renames goes before the renamed one is written.
+			// The copy a conversion now renames goes (a deletion the breaker counts) before the renamed one
+			// is written.
 			{Name: "renamed", Admit: c.renamedGate},
 			// A cheap look at the edge's Namespaces before anything is read or mapped.
 			{Name: "namespace", Admit: c.namespaceGate},
@@ -56,6 +57,9 @@ func (c *Controller) newChains() chains {
 			{Name: "mapping", Admit: c.mappingGate},
 			// Under drift policy Report, an edge change left in place holds the upstream changes.
 			{Name: "drift", Admit: c.driftGate},
+			// Last, on what would be written: a rewrite that empties the edge copy (replicas 0, data
+			// emptied) is counted like a deletion; any other drops a held deletion (wanted again).
+			{Name: "emptying", Admit: c.emptyingGate},
 		},
 		delete: gate.Chain[*input]{
 			// An API missing upstream, or a resource held for its count: hold, never delete on a guess.
@@ -64,8 +68,11 @@ func (c *Controller) newChains() chains {
 			{Name: "unwanted", Admit: c.unwantedGate},
 			// No edge copy, not the syncer's, or kept by its marks (create-only, kept on delete).
 			{Name: "kept", Admit: c.keptGate},
+			// A Namespace or CRD goes only once nothing but the syncer's own is in it, after them: its
+			// deletion would take everything in it.
+			{Name: "contents", Admit: c.contentsGate},
 			// Last: the deletion breaker counts only the deletions that would be made now (not those
-			// report-only mode reports).
+			// report-only mode reports), each weighing what it takes with it.
 			{Name: "breaker", Admit: c.breakerGate},
 		},
 	}

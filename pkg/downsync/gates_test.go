@@ -20,7 +20,7 @@ import (
 // waitingDeletions is a deletion breaker that asks every deletion to wait.
 type waitingDeletions struct{}
 
-func (waitingDeletions) Allow(framework.Key) (bool, time.Duration, bool) {
+func (waitingDeletions) Allow(framework.Key, int) (bool, time.Duration, bool) {
 	return false, time.Second, false
 }
 func (waitingDeletions) Forget(framework.Key) {}
@@ -186,8 +186,8 @@ func TestGateLists(t *testing.T) {
 		}
 		t.Logf("%v", ch.Names())
 	}
-	if len(seen) != 13 {
-		t.Errorf("%d gates, want the 13 docs/architecture.md names", len(seen))
+	if len(seen) != 15 {
+		t.Errorf("%d gates, want the 15 docs/architecture.md names", len(seen))
 	}
 }
 

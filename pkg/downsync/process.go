@@ -131,21 +131,20 @@ func (c *Controller) upsyncedCopy(ctx context.Context, key framework.Key, upObj 
 		"UpsyncMarked", "Not downsynced: this object carries the upsync mark "+mapping.UpsyncedAnnotation+" (an upsynced copy is never downsynced); remove the annotation to downsync it")
 }
 
-// deleteUnrenamed deletes the copy of an object that a conversion now renames, written under its
-// upstream name before the conversion existed: the renamed copy replaces it.
-func (c *Controller) deleteUnrenamed(ctx context.Context, key framework.Key, r Resource, reportOnly bool) error {
+// unrenamed is the copy of an object that a conversion now renames, written under its upstream name
+// before the conversion existed, when the syncer is to delete it (the renamed copy replaces it); nil
+// when there is none. Report-only, the renamed copy is reported and the old one left.
+func (c *Controller) unrenamed(key framework.Key, r Resource, reportOnly bool) (*unstructured.Unstructured, error) {
 	if !r.Rename.RenamesObjects() || r.Rename.DownName(key.Name) == key.Name || r.Upstream.GroupResource() != r.Downstream.GroupResource() ||
 		reportOnly {
-		return nil // report-only: the renamed copy is reported, the old one left
+		return nil, nil
 	}
 	old, synced, err := framework.Cached(c.cfg.DownstreamInformers, r.Downstream, key.Namespace, key.Name)
 	if err != nil || !synced || old == nil || !mapping.OwnedDownstream(old) || old.GetAnnotations()[mapping.RenaturedFromAnnotation] != "" ||
 		old.GetDeletionTimestamp() != nil || mapping.CreateOnly(old) || mapping.KeepOnDelete(old) {
-		return err
+		return nil, err
 	}
-	client := c.cfg.Downstream.Resource(r.Downstream).Namespace(key.Namespace)
-	_, err = c.writes.DeleteOwned(ctx, client, key, old, "Deleted the copy a conversion now renames", "renamedTo", r.Rename.DownName(key.Name))
-	return err
+	return old, nil
 }
 
 // keptAtEdge tells whether a deletion leaves an edge object alone, breaker and report-only aside: none

@@ -148,7 +148,7 @@ func (w *downWrite) Do(ctx context.Context, _ *unstructured.Unstructured) framew
 	}
 	if why, ok := mapping.ReplaceOnly(w.desired, w.down); ok && w.owned() {
 		// The edge would keep the old value without an error (a headless Service made a ClusterIP one).
-		return framework.Outcome{Err: w.replace(ctx, why)}
+		return w.replace(ctx, why)
 	}
 	written, err := w.send(ctx)
 	if err == nil && written != nil && mapping.Subset(w.desired.Object, written.Object) {
@@ -159,10 +159,9 @@ func (w *downWrite) Do(ctx context.Context, _ *unstructured.Unstructured) framew
 	switch {
 	case w.Creating() && apierrors.IsAlreadyExists(err):
 		return framework.Outcome{Err: w.readTaken(ctx)}
-	case err != nil && w.owned() && immutable(err) && !mapping.KeepOnImmutable(w.up):
+	case err != nil && w.owned() && immutable(err):
 		// The edge cannot change the object in place (a Job's template, say): replace it.
-		return framework.Outcome{Err: w.c.recreate(ctx, w.key, w.client(), w.up, w.down,
-			fmt.Sprintf("sync target %s refuses the change in place (%v)", w.c.cfg.SyncTargetName, err))}
+		return w.replace(ctx, fmt.Sprintf("sync target %s refuses the change in place (%v)", w.c.cfg.SyncTargetName, err))
 	case err != nil:
 		what := "applying downstream"
 		if apierrors.IsNotFound(err) && w.r.Namespaced {
@@ -172,7 +171,9 @@ func (w *downWrite) Do(ctx context.Context, _ *unstructured.Unstructured) framew
 			w.c.refused(w.key, w.up, err)
 		}
 		return framework.Outcome{Err: w.c.writes.Failed(w.key, w.up, "ApplyFailed", what+" to sync target "+w.c.cfg.SyncTargetName, err)}
-	case w.Creating():
+	}
+	w.c.forgetRewrite(w.key, recreating) // the edge took the change: no recreation due
+	if w.Creating() {
 		return framework.Outcome{Result: metrics.Created, Msg: "Created downstream object", About: w.up}
 	}
 	return framework.Outcome{Result: metrics.Updated, Msg: "Updated downstream object", About: w.up}
@@ -249,14 +250,19 @@ func (c *Controller) retainedAbsent(ctx context.Context, key framework.Key, up, 
 	}
 }
 
-// replace replaces an owned object whose change the edge would not make in place, or reports it when
-// the object opts out of being recreated.
-func (w *downWrite) replace(ctx context.Context, why string) error {
+// replace replaces an owned object whose change the edge would not make in place: a deletion the
+// breaker counts (held, the key comes back when released), then a create. An object that opts out
+// of being recreated, or whose deletion would lose data (mapping.KeepOnImmutable), is not replaced:
+// the failure is reported.
+func (w *downWrite) replace(ctx context.Context, why string) framework.Outcome {
 	if mapping.KeepOnImmutable(w.up) {
-		return w.c.writes.Failed(w.key, w.up, "ApplyFailed", "applying downstream to sync target "+w.c.cfg.SyncTargetName,
-			fmt.Errorf("%s, and the object opts out of being recreated (%s)", why, mapping.RecreateAnnotation))
+		return framework.Outcome{Err: w.c.writes.Failed(w.key, w.up, "ApplyFailed", "applying downstream to sync target "+w.c.cfg.SyncTargetName,
+			fmt.Errorf("%s, and the object is not recreated (%s)", why, mapping.KeepOnImmutableWhy(w.up)))}
 	}
-	return w.c.recreate(ctx, w.key, w.client(), w.up, w.down, why)
+	if v := w.c.mayDelete(ctx, rewriteKey(w.key, recreating), 1); v.Stop {
+		return framework.Outcome{Requeue: v.After, Err: v.Err}
+	}
+	return framework.Outcome{Err: w.c.recreate(ctx, w.key, w.client(), w.up, w.down, why)}
 }
 
 // readTaken reads the object a create found in the way (not the syncer's, or not seen yet) for the

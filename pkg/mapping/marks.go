@@ -27,6 +27,7 @@ const (
 	OwnerLabel = "edge.kubestellar.io/downsynced-by"
 	// RecreateAnnotation set to "false" on an upstream object keeps the syncer from deleting and
 	// recreating its edge copy when the edge refuses a change as immutable; the failure is reported.
+	// PersistentVolumeClaims and PersistentVolumes are not recreated unless it is "true".
 	RecreateAnnotation = "edge.kubestellar.io/recreate-on-immutable"
 	// ClusterAnnotation records, on a downstream object, the logical cluster (kcp workspace) of its
 	// upstream object when the syncer serves several workspaces. Absent for a single workspace.
@@ -59,10 +60,30 @@ func OwnedDownstream(obj *unstructured.Unstructured) bool {
 	return obj.GetAnnotations()[DownsyncedAnnotation] == MarkOf(obj)
 }
 
-// KeepOnImmutable tells whether the object opts out of being recreated when the edge refuses a change
-// in place.
+// KeepOnImmutable tells whether the object is not recreated when the edge refuses a change in place:
+// it opts out (RecreateAnnotation "false"), or it holds data its deletion would lose (a
+// PersistentVolumeClaim or PersistentVolume, unless it opts in with "true").
 func KeepOnImmutable(obj *unstructured.Unstructured) bool {
-	return strings.EqualFold(obj.GetAnnotations()[RecreateAnnotation], "false")
+	switch v := obj.GetAnnotations()[RecreateAnnotation]; {
+	case strings.EqualFold(v, "false"):
+		return true
+	case strings.EqualFold(v, "true"):
+		return false
+	}
+	return holdsData(obj)
+}
+
+// KeepOnImmutableWhy says why KeepOnImmutable keeps an object.
+func KeepOnImmutableWhy(obj *unstructured.Unstructured) string {
+	if strings.EqualFold(obj.GetAnnotations()[RecreateAnnotation], "false") {
+		return "it opts out: " + RecreateAnnotation + "=false"
+	}
+	return "recreating it would lose its data; " + RecreateAnnotation + "=true lets the syncer do it"
+}
+
+// holdsData tells whether an object's deletion may delete a volume's data.
+func holdsData(obj *unstructured.Unstructured) bool {
+	return obj.GetAPIVersion() == "v1" && (obj.GetKind() == "PersistentVolumeClaim" || obj.GetKind() == "PersistentVolume")
 }
 
 // ReplaceOnly tells whether the edge object actual cannot take the desired object in place, and

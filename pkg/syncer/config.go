@@ -3,20 +3,19 @@ package syncer
 import (
 	"time"
 
-	"github.com/kubestellar/syncer/pkg/credential"
-
-	"github.com/kubestellar/syncer/pkg/downsync"
-	"github.com/kubestellar/syncer/pkg/report"
-
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubestellar/syncer/pkg/breaker"
+	"github.com/kubestellar/syncer/pkg/credential"
+	"github.com/kubestellar/syncer/pkg/downsync"
 	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/metrics"
 	"github.com/kubestellar/syncer/pkg/reachability"
+	"github.com/kubestellar/syncer/pkg/report"
 )
 
 // DefaultFieldManager is the server-side apply field manager of the syncer's writes.
@@ -87,6 +86,14 @@ type Config struct {
 	// DeletionBreaker limits the deletions at the edge that may fall due at once (package breaker);
 	// Count 0 disables it.
 	DeletionBreaker breaker.Options
+	// DeletionRelease is the edge's release object: a ConfigMap whose annotation
+	// edge.kubestellar.io/release-deletions, set by the edge owner, releases the deletions held.
+	// Empty: none.
+	DeletionRelease types.NamespacedName
+	// MailboxReleasesDeletions lets the mailbox release held deletions (the annotation on a
+	// SyncerConfig) and opt entries out of the counting of rewrites that empty objects
+	// (allowEmptying): the site trusts its mailbox with its breaker.
+	MailboxReleasesDeletions bool
 	// ConflictRecheckPeriod is how often an object blocked by an unowned object is looked at again.
 	ConflictRecheckPeriod time.Duration
 	// Clock is the time the per-object policies of all three directions read (pauses), time.Now when

@@ -82,6 +82,8 @@ type Syncer struct {
 
 	// deletions is the deletion breaker downsync asks before each deletion (nil: none).
 	deletions *breaker.Breaker
+	// releaseObject is the cache of the edge's release object (config DeletionRelease; nil: none).
+	releaseObject framework.Cache
 	// report is what report-only mode would write.
 	report *report.Store
 	// autoscalers are the edge's HorizontalPodAutoscalers' targets, whose replicas downsync leaves to them.
@@ -226,12 +228,12 @@ func (s *Syncer) newControllers() error {
 		OnRefused: func(key framework.Key) { s.status.Recheck(key) }, OnDeletionsHeld: s.deletionsHeld,
 		OnPauseChanged: func(key framework.Key) { s.status.PauseChanged(key) },
 		ReportOnly:     cfg.ReportOnly, Report: s.report, EdgeRecorder: cfg.EdgeRecorder, Signatures: cfg.Signatures,
-		MaxObjectBytes: cfg.MaxObjectBytes, Now: cfg.Clock,
+		MaxObjectBytes: cfg.MaxObjectBytes, Now: cfg.Clock, Contents: contents{s}, AllowEmptyingHonoured: cfg.MailboxReleasesDeletions,
 	}
 	s.autoscalers = autoscale.NewIndex(func(t autoscale.Target) { s.downsync.EnqueueEdgeObject(t.GroupKind, t.Namespace, t.Name) })
 	dcfg.Autoscalers = s.autoscalers
 	if s.deletions != nil {
-		dcfg.Deletions = drainingBypass{s}
+		dcfg.Deletions = s.deletions
 	}
 	if s.downsync, err = downsync.NewController(dcfg); err != nil {
 		return err

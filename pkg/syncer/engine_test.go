@@ -19,8 +19,6 @@ import (
 
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
 	"github.com/kubestellar/syncer/pkg/autoscale"
-	"github.com/kubestellar/syncer/pkg/breaker"
-	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/metrics"
 )
@@ -79,21 +77,6 @@ func TestRunStopsEverything(t *testing.T) {
 	s.up.Set(map[schema.GroupVersionResource]informermanager.Spec{secretGVR: {}})
 	if running := s.up.Running(); len(running) != 0 {
 		t.Errorf("informers running after Run returned: %v", running)
-	}
-}
-
-// TestDrainingBypassesTheBreaker: a draining engine's deletions go ahead (no SyncerConfig is left to
-// release them); others wait out the breaker's grace.
-func TestDrainingBypassesTheBreaker(t *testing.T) {
-	s := &Syncer{deletions: breaker.New(breaker.Options{Count: 1, Percent: 0}, func() int { return 100 }, func() map[string]string { return nil }, nil)}
-	d := drainingBypass{s}
-	key := framework.Key{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Namespace: "a", Name: "x"}
-	if ok, wait, _ := d.Allow(key); ok || wait == 0 {
-		t.Errorf("a deletion of a serving engine: ok %v, wait %v; want it to wait its grace", ok, wait)
-	}
-	s.draining.Store(true)
-	if ok, _, _ := d.Allow(key); !ok {
-		t.Error("a draining engine's deletion held")
 	}
 }
 

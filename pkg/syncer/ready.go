@@ -111,7 +111,7 @@ func (src sources) ObjectProblems(limit int) (failing, conflicts int, examples [
 	for _, q := range []interface {
 		Failures(int) (int, []problem.Problem)
 	}{src.s.downsync.Queue(), src.s.status.Queue(), src.s.upsync.Queue(), loopView{src.s.downsync.Writes()}, loopView{src.s.upsync.Writes()},
-		problemsView{src.s.downsync.Withheld()}} {
+		problemsView{src.s.downsync.Withheld()}, problemsView{src.s.downsync.Kept()}} {
 		n, ex := q.Failures(limit)
 		failing += n
 		examples = append(examples, ex...)
@@ -141,6 +141,7 @@ type loopView struct {
 func (v loopView) Failures(limit int) (int, []problem.Problem) { return v.w.Loops(limit) }
 
 func (src sources) DeletionsHeld(limit int) (bool, time.Time, int, []string) {
+	src.s.deletions.Observe() // with every heartbeat: the base remembers the minutes without deletions
 	st := src.s.deletions.State(limit)
 	src.s.cfg.Metrics.DeletionsHeld.Set(float64(st.Held))
 	ex := make([]string, 0, len(st.Examples))
@@ -149,6 +150,8 @@ func (src sources) DeletionsHeld(limit int) (bool, time.Time, int, []string) {
 	}
 	return st.Tripped, st.Since, st.Held, ex
 }
+
+func (src sources) ReleaseHow(count string) string { return src.s.releaseHow(count) }
 
 func (src sources) Report(limit int) *report.Summary {
 	if !src.s.cfg.ReportOnly && !src.s.snapshot().selection.SomeReportOnly() {
