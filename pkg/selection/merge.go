@@ -202,9 +202,7 @@ func (m *merger) request(r Request, o Origin) {
 type entry struct {
 	group, resource, kind, version string
 	labels, annotations            *metav1.LabelSelector
-	status                         *edgev1.StatusReturn
-	retain                         []string
-	drift                          string
+	policy                         edgev1.EntryPolicy
 }
 
 // rule checks an entry, requests its resource and returns the rule its objects go to; nil (with the
@@ -234,18 +232,18 @@ func (m *merger) rule(o Origin, e entry, namespaced bool) *rule {
 		m.invalid(o, err.Error()+"; the entry selects nothing")
 		return nil
 	}
-	status, why := projectionOf(e.status)
+	status, why := projectionOf(e.policy.StatusReturn)
 	if why != "" {
 		m.invalid(o, why)
 		return nil
 	}
 	m.request(Request{Group: e.group, Resource: resource, Kind: kind, Version: e.version, Namespaced: namespaced}, o)
-	drift, err := mapping.ParseDriftPolicy(e.drift)
+	drift, err := mapping.ParseDriftPolicy(e.policy.Drift)
 	if err != nil {
 		m.invalid(o, "drift: "+err.Error()+"; drift is corrected")
 	}
 	return m.s.rules.target(schema.GroupResource{Group: e.group, Resource: resource}, kind, f,
-		treatment{status: status, retain: m.retained(o, e.retain), drift: drift})
+		treatment{status: status, retain: m.retained(o, e.policy.RetainFields), drift: drift, allowEmptying: e.policy.AllowEmptying})
 }
 
 // retained parses an entry's retainFields. A path that is not one is a problem of the config and is
@@ -316,7 +314,7 @@ func (m *merger) namespace(ns string, o Origin) {
 func (m *merger) namespaceScope(src source, scope edgev1.NamespaceScopeDownsyncs) {
 	for i, res := range scope.Resources {
 		origin := src.origin(fmt.Sprintf("namespaceScope.resources[%d]", i))
-		r := m.rule(origin, entry{res.Group, res.Resource, res.Kind, res.APIVersion, res.LabelSelector, res.AnnotationSelector, res.StatusReturn, res.RetainFields, res.Drift}, true)
+		r := m.rule(origin, entry{res.Group, res.Resource, res.Kind, res.APIVersion, res.LabelSelector, res.AnnotationSelector, res.EntryPolicy}, true)
 		if r == nil {
 			continue
 		}
@@ -337,7 +335,7 @@ func (m *merger) namespaceScope(src source, scope edgev1.NamespaceScopeDownsyncs
 func (m *merger) namespacedObjects(src source, entries []edgev1.NamespaceScopeDownsyncObjects) {
 	for i, obj := range entries {
 		origin := src.origin(fmt.Sprintf("namespacedObjects[%d]", i))
-		r := m.rule(origin, entry{obj.Group, obj.Resource, obj.Kind, obj.APIVersion, obj.LabelSelector, obj.AnnotationSelector, obj.StatusReturn, obj.RetainFields, obj.Drift}, true)
+		r := m.rule(origin, entry{obj.Group, obj.Resource, obj.Kind, obj.APIVersion, obj.LabelSelector, obj.AnnotationSelector, obj.EntryPolicy}, true)
 		if r == nil {
 			continue
 		}
@@ -363,7 +361,7 @@ func (m *merger) namespacedObjects(src source, entries []edgev1.NamespaceScopeDo
 func (m *merger) clusterScope(src source, entries []edgev1.ClusterScopeDownsyncResource) {
 	for i, cs := range entries {
 		origin := src.origin(fmt.Sprintf("clusterScope[%d]", i))
-		r := m.rule(origin, entry{cs.Group, cs.Resource, cs.Kind, cs.APIVersion, cs.LabelSelector, cs.AnnotationSelector, cs.StatusReturn, cs.RetainFields, cs.Drift}, false)
+		r := m.rule(origin, entry{cs.Group, cs.Resource, cs.Kind, cs.APIVersion, cs.LabelSelector, cs.AnnotationSelector, cs.EntryPolicy}, false)
 		if r == nil {
 			continue
 		}

@@ -21,6 +21,9 @@ type Policy struct {
 	Retain []mapping.FieldPath
 	// Drift is what to do when its edge copy drifts.
 	Drift mapping.DriftPolicy
+	// AllowEmptying: every entry selecting it lets rewrites that empty its edge copy (replicas 0,
+	// data emptied) through uncounted by the deletion breaker (allowEmptying).
+	AllowEmptying bool
 	// PausedUntil is the end of the pause of the configs selecting it, at the time asked (zero: not
 	// paused by them).
 	PausedUntil time.Time
@@ -32,6 +35,7 @@ type Policy struct {
 func (s *Selection) PolicyOf(o Object, now time.Time) Policy {
 	p := Policy{Selected: s.Matches(o), PropagatesDeletion: s.PropagatesDeletion(o), Retain: s.RetainedFields(o), Drift: s.DriftPolicy(o)}
 	p.ReportOnly = p.Selected && s != nil && !s.writeRules.any(o, func(r *rule) bool { return r.matches(o) })
+	p.AllowEmptying = p.Selected && !s.rules.any(o, func(r *rule) bool { return !r.allowEmptying && r.matches(o) })
 	p.PausedUntil, _ = s.PausedUntil(o, now)
 	return p
 }

@@ -3,6 +3,7 @@ package selection
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -168,10 +169,12 @@ type treatment struct {
 	status mapping.StatusProjection // what of their status is returned
 	retain []mapping.FieldPath      // the fields the edge owns, sorted
 	drift  mapping.DriftPolicy      // what to do when the edge copy drifts
+	// allowEmptying: rewrites that empty the edge copy are not counted by the deletion breaker.
+	allowEmptying bool
 }
 
 func (t treatment) key() string {
-	return t.status.Key() + "|" + mapping.PathsKey(t.retain) + "|" + string(t.drift)
+	return t.status.Key() + "|" + mapping.PathsKey(t.retain) + "|" + string(t.drift) + "|" + strconv.FormatBool(t.allowEmptying)
 }
 
 func newRule(kind string, f filter, t treatment) *rule {

@@ -184,6 +184,12 @@ type EntryPolicy struct {
 	// drift is acknowledged or goes away. An object selected by several entries gets Report if one
 	// says so; the annotation edge.kubestellar.io/drift on the object overrides them. Omitted: Correct.
 	Drift string `json:"drift,omitempty"`
+	// Lets rewrites that empty the selected objects' edge copies (spec.replicas 0; a
+	// ConfigMap's or Secret's data emptied) through without the deletion breaker counting them, as it
+	// counts them by default. Honoured only where the site lets its mailbox release held deletions
+	// (the syncer's --mailbox-releases-deletions); an object selected by several entries is counted
+	// unless all of them allow it. Omitted: false.
+	AllowEmptying bool `json:"allowEmptying,omitempty"`
 }
 
 // NamespaceScopeDownsyncObjects selects objects of one namespaced resource by namespace and name.
