@@ -428,10 +428,13 @@ func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics
 		ConflictRecheckPeriod:  opts.ConflictRecheckPeriod,
 		EdgeWarnings:           opts.EdgeWarnings,
 		ReportOnly:             opts.ReportOnly,
-		DeletionBreaker:        breaker.Options{Count: opts.DeletionBreakerCount, Percent: opts.DeletionBreakerPercent},
-		ConfigSelector:         opts.SyncerConfigSelector,
-		Metrics:                m,
-		Reachability:           reach,
+		DeletionBreaker: breaker.Options{Count: opts.DeletionBreakerCount, Percent: opts.DeletionBreakerPercent,
+			HourCount: opts.DeletionBreakerHourlyCount},
+		DeletionRelease:          namespacedName(opts.DeletionReleaseConfigMap),
+		MailboxReleasesDeletions: opts.MailboxReleasesDeletions,
+		ConfigSelector:           opts.SyncerConfigSelector,
+		Metrics:                  m,
+		Reachability:             reach,
 	}, nil
 }
 
@@ -447,4 +450,10 @@ func signalContext() (context.Context, context.CancelFunc) {
 		os.Exit(1)
 	}()
 	return ctx, cancel
+}
+
+// namespacedName reads namespace/name ("" and anything without both: none).
+func namespacedName(s string) types.NamespacedName {
+	ns, name, _ := strings.Cut(s, "/")
+	return types.NamespacedName{Namespace: ns, Name: name}
 }

@@ -75,6 +75,15 @@ func UpstreamTokenRules(secret string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{secret}, Verbs: []string{"get", "update"}}}
 }
 
+// ReleaseSuffix names the edge's release object (<ID>-release): a ConfigMap the edge owner annotates
+// to release the deletions the breaker holds.
+const ReleaseSuffix = "-release"
+
+// ReleaseRules let the syncer read its release object (list and watch by name) and nothing else there.
+func ReleaseRules(configMap string) []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{configMap}, Verbs: []string{"get", "list", "watch"}}}
+}
+
 // SignatureKeysMount is where the signature keys' Secret is mounted.
 const SignatureKeysMount = "/kubestellar/signature-keys/"
 
@@ -103,6 +112,7 @@ func (e Edge) SyncerArgs() []string {
 		"--health-probe-bind-address=:"+strconv.Itoa(HealthPort),
 		"--leader-elect",
 		"--upstream-token-secret="+e.ID+UpstreamTokenSuffix,
+		"--deletion-release-configmap="+e.ID+ReleaseSuffix,
 		"-v="+strconv.Itoa(e.Verbosity),
 		"--max-objects-per-resource="+strconv.Itoa(e.MaxObjectsPerResource),
 	)
@@ -195,6 +205,14 @@ func (e Edge) Objects() ([]runtime.Object, error) {
 			Rules: UpstreamTokenRules(e.ID + UpstreamTokenSuffix)},
 		&rbacv1.RoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"}, ObjectMeta: e.meta(e.ID+UpstreamTokenSuffix, e.Namespace),
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: e.ID + UpstreamTokenSuffix},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: e.ID, Namespace: e.Namespace}}},
+		// Empty: the edge owner releases the deletions the breaker holds by annotating it; the syncer reads
+		// it, and writes nothing here.
+		&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: e.meta(e.ID+ReleaseSuffix, e.Namespace)},
+		&rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"}, ObjectMeta: e.meta(e.ID+ReleaseSuffix, e.Namespace),
+			Rules: ReleaseRules(e.ID + ReleaseSuffix)},
+		&rbacv1.RoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"}, ObjectMeta: e.meta(e.ID+ReleaseSuffix, e.Namespace),
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: e.ID + ReleaseSuffix},
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: e.ID, Namespace: e.Namespace}}},
 	}
 	if e.verifies() {

@@ -90,6 +90,12 @@ type Options struct {
 	ReportOnly             bool
 	DeletionBreakerCount   int
 	DeletionBreakerPercent int
+	// DeletionBreakerHourlyCount is the breaker's hourly limit; DeletionReleaseConfigMap the edge's
+	// release object (namespace/name once completed; "" when none); MailboxReleasesDeletions lets the
+	// mailbox release held deletions and opt entries out of the counting of emptying rewrites.
+	DeletionBreakerHourlyCount int
+	DeletionReleaseConfigMap   string
+	MailboxReleasesDeletions   bool
 
 	// APIExportEndpointSlice, when set, serves every workspace bound to an APIExport through its
 	// virtual workspace (package mailboxes); --upstream-kubeconfig then points at the workspace that holds
@@ -149,18 +155,20 @@ func NewOptions() *Options {
 
 		// The leader renews every retry period (6 Lease updates a minute, not client-go's 30 at 2 s);
 		// a standby takes over within a retry period of a release, a lease duration of a crash.
-		LeaderElectLeaseDuration: 60 * time.Second,
-		LeaderElectRenewDeadline: 40 * time.Second,
-		LeaderElectRetryPeriod:   10 * time.Second,
-		DiscoveryRefreshPeriod:   5 * time.Minute,
-		MaxNamespaceInformers:    informermanager.DefaultMaxNamespaces,
-		MaxObjectBytes:           DefaultMaxObjectBytes,
-		MaxObjectsPerResource:    DefaultMaxObjectsPerResource,
-		AuditPeriod:              5 * time.Minute,
-		ConflictRecheckPeriod:    time.Minute,
-		EdgeWarnings:             true,
-		DeletionBreakerCount:     50,
-		DeletionBreakerPercent:   20,
+		LeaderElectLeaseDuration:   60 * time.Second,
+		LeaderElectRenewDeadline:   40 * time.Second,
+		LeaderElectRetryPeriod:     10 * time.Second,
+		DiscoveryRefreshPeriod:     5 * time.Minute,
+		MaxNamespaceInformers:      informermanager.DefaultMaxNamespaces,
+		MaxObjectBytes:             DefaultMaxObjectBytes,
+		MaxObjectsPerResource:      DefaultMaxObjectsPerResource,
+		AuditPeriod:                5 * time.Minute,
+		ConflictRecheckPeriod:      time.Minute,
+		EdgeWarnings:               true,
+		DeletionBreakerCount:       50,
+		DeletionBreakerPercent:     20,
+		DeletionBreakerHourlyCount: 200,
+		DeletionReleaseConfigMap:   DefaultDeletionReleaseConfigMap,
 
 		Logs: logsapi.NewLoggingConfiguration(),
 	}
@@ -190,6 +198,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.SignatureKeys, "signature-keys", o.SignatureKeys, "Files or directories (a mounted Secret) of PEM ed25519 public keys (PKIX, as openssl pkey -pubout writes them) that signatures are verified with; several at once for a rotation; read again when they change. Required unless --signature-policy=Off.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz (live) and /readyz (synced and connected); \"0\" disables them.")
 	fs.IntVar(&o.DeletionBreakerCount, "deletion-breaker-count", o.DeletionBreakerCount, "The deletion breaker: when more than this many deletions at the edge, and more than --deletion-breaker-percent of the objects the syncer owns there, fall due within a minute, every deletion is held (creates and updates go on) until released (condition DeletionsHeld on the SyncerConfigs says how). 0 disables it.")
+	fs.IntVar(&o.DeletionBreakerHourlyCount, "deletion-breaker-hourly-count", o.DeletionBreakerHourlyCount, "The deletion breaker's hourly limit: when the deletions at the edge that fall due within an hour weigh more than this, and more than --deletion-breaker-percent of the objects the syncer owned there, every deletion is held, so that a slow drip trips it as a burst does. 0: no hourly limit.")
+	fs.StringVar(&o.DeletionReleaseConfigMap, "deletion-release-configmap", o.DeletionReleaseConfigMap, "The edge's release object: a ConfigMap (name, in $POD_NAMESPACE, or namespace/name) whose annotation edge.kubestellar.io/release-deletions, written by the edge owner and naming at least the count held, releases the deletions the breaker holds. A ConfigMap the syncer wrote releases nothing. Empty: none.")
+	fs.BoolVar(&o.MailboxReleasesDeletions, "mailbox-releases-deletions", o.MailboxReleasesDeletions, "Trust the mailbox with the deletion breaker: a SyncerConfig's annotation edge.kubestellar.io/release-deletions releases held deletions, and a downsync entry's allowEmptying exempts its objects' emptying rewrites from the count. Off: only the edge releases, and every emptying rewrite is counted.")
 	fs.IntVar(&o.DeletionBreakerPercent, "deletion-breaker-percent", o.DeletionBreakerPercent, "The share of the objects the syncer owns at the edge, in percent, that the deletions due within a minute must also exceed for the deletion breaker to hold them (see --deletion-breaker-count).")
 	fs.BoolVar(&o.ReportOnly, "report-only", o.ReportOnly, "Write nothing at the edge but server-side dry-runs: report what the syncer would create, update (with the fields that would change) and delete, in each SyncerConfig's status.syncTargets[].report (condition ReportOnly), in the log at level 0, and whole at /report on the metrics address. The safe first step when attaching an edge that already runs workloads (with --adopt-existing to see what taking them over would change). Status and upsync work as usual.")
 	fs.BoolVar(&o.EdgeWarnings, "edge-warnings", o.EdgeWarnings, "Tell warnings at the edge about the objects the syncer wrote (Warning Events, and Pods' containers waiting to be pulled, crash-looping or OOM-killed, of the objects it wrote and of those they own) as Warning Events on their upstream objects, so that kubectl describe upstream shows why a workload does not run. Needs list and watch of events, pods and replicasets at the edge.")
@@ -262,10 +273,13 @@ func (o *Options) Complete() error {
 	if o.LeaderElectResourceNamespace == "" {
 		o.LeaderElectResourceNamespace = os.Getenv("POD_NAMESPACE")
 	}
-	for _, name := range []*string{&o.UpstreamTokenSecret, &o.Executor} {
+	for _, name := range []*string{&o.UpstreamTokenSecret, &o.Executor, &o.DeletionReleaseConfigMap} {
 		if *name != "" && !strings.Contains(*name, "/") && os.Getenv("POD_NAMESPACE") != "" {
 			*name = os.Getenv("POD_NAMESPACE") + "/" + *name
 		}
+	}
+	if o.DeletionReleaseConfigMap == DefaultDeletionReleaseConfigMap {
+		o.DeletionReleaseConfigMap = "" // the default outside a Pod: no namespace to look in
 	}
 	if o.LeaderElectResourceName == "" {
 		o.LeaderElectResourceName = "kubestellar-syncer-" + mapping.OwnerLabelValue(o.SyncTargetName)
@@ -308,9 +322,9 @@ func (o *Options) Validate() error {
 	if o.DownstreamQPS == 0 || (o.DownstreamQPS > 0 && o.DownstreamBurst <= 0) {
 		errs = append(errs, "--downstream-qps must be positive (or negative: no client-side limit) and --downstream-burst positive")
 	}
-	for _, f := range [][2]string{{"upstream-token-secret", o.UpstreamTokenSecret}, {"executor", o.Executor}} {
+	for _, f := range [][2]string{{"upstream-token-secret", o.UpstreamTokenSecret}, {"executor", o.Executor}, {"deletion-release-configmap", o.DeletionReleaseConfigMap}} {
 		flag, value := f[0], f[1]
-		if ns, name, ok := strings.Cut(value, "/"); value != "" && (!ok || ns == "" || name == "" || strings.Contains(name, "/")) {
+		if ns, name, ok := strings.Cut(value, "/"); value != "" && value != DefaultDeletionReleaseConfigMap && (!ok || ns == "" || name == "" || strings.Contains(name, "/")) {
 			errs = append(errs, "--"+flag+" needs a namespace: namespace/name, or a name with $POD_NAMESPACE set")
 		}
 	}
@@ -354,8 +368,8 @@ func (o *Options) validateLimits() []string {
 	if o.MemoryLimitRatio < 0 || o.MemoryLimitRatio > 1 {
 		errs = append(errs, fmt.Sprintf("--memory-limit-ratio must be between 0 and 1 (got %v)", o.MemoryLimitRatio))
 	}
-	if o.DeletionBreakerCount < 0 || o.DeletionBreakerPercent < 0 || o.DeletionBreakerPercent > 100 {
-		errs = append(errs, "--deletion-breaker-count must not be negative, --deletion-breaker-percent must be between 0 and 100")
+	if o.DeletionBreakerCount < 0 || o.DeletionBreakerHourlyCount < 0 || o.DeletionBreakerPercent < 0 || o.DeletionBreakerPercent > 100 {
+		errs = append(errs, "--deletion-breaker-count and --deletion-breaker-hourly-count must not be negative, --deletion-breaker-percent must be between 0 and 100")
 	}
 	if o.AuditPeriod < 0 {
 		errs = append(errs, "--audit-period must not be negative")
@@ -442,3 +456,7 @@ func load(path, context string) (*rest.Config, error) {
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: context}
 	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
 }
+
+// DefaultDeletionReleaseConfigMap is --deletion-release-configmap's default, in $POD_NAMESPACE: the
+// release object syncer-gen's manifest and the chart make empty beside the syncer.
+const DefaultDeletionReleaseConfigMap = "kubestellar-syncer-release"
