@@ -117,7 +117,7 @@ func parseManifest(out string) (*manifest, error) {
 		}
 	}
 	strict := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme, scheme, kjson.SerializerOptions{Yaml: true, Strict: true})
-	want := map[string]bool{"ServiceAccount": true, "Secret": true, "Service": true, "ClusterRole": true, "ClusterRoleBinding": true,
+	want := map[string]bool{"ServiceAccount": true, "Secret": true, "ConfigMap": true, "Service": true, "ClusterRole": true, "ClusterRoleBinding": true,
 		"Role": true, "RoleBinding": true, "Deployment": true, "PodDisruptionBudget": true,
 		"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true}
 	m := &manifest{typed: map[string]runtime.Object{}}
@@ -435,10 +435,12 @@ func TestChartValueSets(t *testing.T) {
 				"ClusterRole /edge-florin:" + fullname + "-metrics-reader",
 				"ClusterRoleBinding /edge-florin:" + fullname, "ClusterRoleBinding /edge-florin:" + fullname + "-auth-delegator",
 				"ClusterRoleBinding /edge-florin:" + fullname + bootstrap.ExecutorSuffix,
+				"ConfigMap edge-florin/" + fullname + bootstrap.ReleaseSuffix,
 				"Deployment edge-florin/" + fullname, "Role edge-florin/" + fullname + bootstrap.ExecutorSuffix,
-				"Role edge-florin/" + fullname + "-leader-election", "Role edge-florin/" + fullname + bootstrap.UpstreamTokenSuffix,
+				"Role edge-florin/" + fullname + "-leader-election", "Role edge-florin/" + fullname + bootstrap.ReleaseSuffix,
+				"Role edge-florin/" + fullname + bootstrap.UpstreamTokenSuffix,
 				"RoleBinding edge-florin/" + fullname + bootstrap.ExecutorSuffix, "RoleBinding edge-florin/" + fullname + "-leader-election",
-				"RoleBinding edge-florin/" + fullname + bootstrap.UpstreamTokenSuffix,
+				"RoleBinding edge-florin/" + fullname + bootstrap.ReleaseSuffix, "RoleBinding edge-florin/" + fullname + bootstrap.UpstreamTokenSuffix,
 				"Secret edge-florin/" + fullname + "-token", "Secret edge-florin/" + fullname + bootstrap.UpstreamTokenSuffix,
 				"ServiceAccount edge-florin/" + fullname, "ServiceAccount edge-florin/" + fullname + bootstrap.ExecutorSuffix,
 				"ValidatingAdmissionPolicy /edge-florin." + fullname + bootstrap.FenceSuffix,

@@ -125,9 +125,9 @@ func TestHelmChart(t *testing.T) {
 		"clusterroles":        {"/" + clusterRole, "/" + clusterRole + bootstrap.ExecutorSuffix, "/" + clusterRole + bootstrap.MetricsReaderSuffix},
 		"clusterrolebindings": {"/" + clusterRole, "/" + clusterRole + "-auth-delegator", "/" + clusterRole + bootstrap.ExecutorSuffix},
 		"roles": {edgeNS + "/" + fullname + bootstrap.ExecutorSuffix, edgeNS + "/" + fullname + "-leader-election",
-			edgeNS + "/" + fullname + bootstrap.UpstreamTokenSuffix},
+			edgeNS + "/" + fullname + bootstrap.ReleaseSuffix, edgeNS + "/" + fullname + bootstrap.UpstreamTokenSuffix},
 		"rolebindings": {edgeNS + "/" + fullname + bootstrap.ExecutorSuffix, edgeNS + "/" + fullname + "-leader-election",
-			edgeNS + "/" + fullname + bootstrap.UpstreamTokenSuffix},
+			edgeNS + "/" + fullname + bootstrap.ReleaseSuffix, edgeNS + "/" + fullname + bootstrap.UpstreamTokenSuffix},
 		"validatingadmissionpolicies":       {"/" + edgeNS + "." + fullname + bootstrap.FenceSuffix},
 		"validatingadmissionpolicybindings": {"/" + edgeNS + "." + fullname + bootstrap.FenceSuffix},
 	}
