@@ -78,7 +78,7 @@ func TestBreakerAtTheEdgePod(t *testing.T) {
 	})
 	consistently(t, 3*time.Second, "the edge's own objects, and what holds them, stay", func() (bool, string) {
 		for _, o := range []struct {
-			gvr       schema.GroupVersionResource
+			gvr      schema.GroupVersionResource
 			ns, name string
 		}{{gvrNamespaces, "", kept}, {gvrConfigMaps, kept, "made-at-the-edge"}, {gvrCRDs, "", crd.GetName()}, {widgets, kept, "local"}} {
 			got, err := f.get(f.down, o.gvr, o.ns, o.name)
