@@ -441,7 +441,7 @@ func TestChartValueSets(t *testing.T) {
 				"Role edge-florin/" + fullname + bootstrap.UpstreamTokenSuffix,
 				"RoleBinding edge-florin/" + fullname + bootstrap.ExecutorSuffix, "RoleBinding edge-florin/" + fullname + "-leader-election",
 				"RoleBinding edge-florin/" + fullname + bootstrap.ReleaseSuffix, "RoleBinding edge-florin/" + fullname + bootstrap.UpstreamTokenSuffix,
-				"Secret edge-florin/" + fullname + "-token", "Secret edge-florin/" + fullname + bootstrap.UpstreamTokenSuffix,
+				"Secret edge-florin/" + fullname + bootstrap.UpstreamTokenSuffix,
 				"ServiceAccount edge-florin/" + fullname, "ServiceAccount edge-florin/" + fullname + bootstrap.ExecutorSuffix,
 				"ValidatingAdmissionPolicy /edge-florin." + fullname + bootstrap.FenceSuffix,
 				"ValidatingAdmissionPolicyBinding /edge-florin." + fullname + bootstrap.FenceSuffix,
@@ -719,7 +719,7 @@ func syncerGenEdge() bootstrap.Edge {
 		Replicas: syncerGen.Replicas, QPS: syncerGen.QPS, Burst: syncerGen.Burst, Verbosity: syncerGen.Verbosity,
 		MaxObjectsPerResource: syncerGen.MaxObjectsPerResource,
 		UpstreamServer:        "https://mailbox.example.com:6443", UpstreamCA: []byte("CA"), UpstreamToken: "token", UpstreamContext: "default",
-		Rules: own, Fence: &bootstrap.Fence{ExecutorRules: executor, ProtectedNamespaces: bootstrap.DefaultProtectedNamespaces()}}
+		Rules: own, Fence: &bootstrap.Fence{ExecutorRules: executor, ProtectedNamespaces: nil}}
 }
 
 // TestChartMatchesSyncerGen: the chart installs what syncer-gen's manifest installs (but the

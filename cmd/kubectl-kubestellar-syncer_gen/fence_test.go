@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// TestFenceFlags: the fence is on by default with kube-system protected; its flags parse; widening a
+// TestFenceFlags: the fence is on by default with no namespace protected beyond those always are; its flags parse; widening a
 // fence that is off is refused, naming the flag.
 func TestFenceFlags(t *testing.T) {
 	for _, tc := range []struct {
@@ -17,7 +17,7 @@ func TestFenceFlags(t *testing.T) {
 		check   func(o *options) bool
 	}{
 		{nil, "", func(o *options) bool {
-			return o.Fence && slices.Equal(o.ProtectedNamespaces, []string{"kube-system"}) && !o.AllowWebhooks && !o.AllowEscalation
+			return o.Fence && len(o.ProtectedNamespaces) == 0 && !o.AllowWebhooks && !o.AllowEscalation
 		}},
 		{[]string{"--fence-protected-namespaces=kube-system,payments", "--fence-allow-webhooks", "--fence-allow-escalation"}, "", func(o *options) bool {
 			return o.Fence && slices.Equal(o.ProtectedNamespaces, []string{"kube-system", "payments"}) && o.AllowWebhooks && o.AllowEscalation

@@ -45,7 +45,7 @@ const DefaultLifetime = 30 * 24 * time.Hour
 // DefaultOptions are the plugin's defaults (its flags' defaults; the Helm chart's values match them).
 func DefaultOptions() Options {
 	return Options{UpstreamNamespace: "default", Replicas: 1, QPS: 500, Burst: 1000, Verbosity: 2,
-		Lifetime: DefaultLifetime, RBAC: RBACBroad, Fence: true, ProtectedNamespaces: DefaultProtectedNamespaces(),
+		Lifetime: DefaultLifetime, RBAC: RBACBroad, Fence: true,
 		MaxObjectsPerResource: MaxObjectsFor(DefaultExpectedObjects)}
 }
 

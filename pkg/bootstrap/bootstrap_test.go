@@ -39,7 +39,7 @@ func edge() Edge {
 	return Edge{ID: "kubestellar-syncer-florin-abcdefgh", Namespace: "kubestellar-syncer-florin-abcdefgh", SyncTargetName: "florin",
 		SyncTargetUID: "3f1c", Image: "example.com/syncer:dev", Replicas: 2, QPS: 50, Burst: 100, Verbosity: 2,
 		UpstreamServer: "https://mailbox:6443", UpstreamCA: []byte("CA"), UpstreamToken: "tok", UpstreamContext: "default",
-		Rules: own, Fence: &Fence{ExecutorRules: executor, ProtectedNamespaces: DefaultProtectedNamespaces()}}
+		Rules: own, Fence: &Fence{ExecutorRules: executor, ProtectedNamespaces: nil}}
 }
 
 // TestDeploymentMatchesSyncerAndImage: the Deployment's arguments are accepted by the syncer's own

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
+	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/wellknown"
 )
 
@@ -49,9 +50,11 @@ const (
 	FenceSuffix    = "-fence"
 )
 
-// DefaultProtectedNamespaces are the namespaces the fence keeps the executor out of by default,
-// besides the syncer's own.
-func DefaultProtectedNamespaces() []string { return []string{"kube-system"} }
+// AlwaysProtectedNamespaces are the namespaces the fence keeps the executor out of whatever else it
+// protects, besides the syncer's own: the cluster's own.
+func AlwaysProtectedNamespaces() []string {
+	return []string{"kube-node-lease", "kube-public", "kube-system"}
+}
 
 // EscalationRules let an executor grant in Roles and bindings what it does not hold itself
 // (--fence-allow-escalation).
@@ -84,10 +87,23 @@ func (o *Options) fenceProblems() []string {
 
 // protectedNamespaces are the syncer's namespace and the fence's, sorted, once each.
 func (e Edge) protectedNamespaces() []string {
-	ns := append([]string{e.Namespace}, e.Fence.ProtectedNamespaces...)
+	ns := append(append([]string{e.Namespace}, AlwaysProtectedNamespaces()...), e.Fence.ProtectedNamespaces...)
 	slices.Sort(ns)
 	return slices.Compact(ns)
 }
+
+// ownedOnly holds for a create, and for a change or deletion of an object that carries the syncer's
+// mark.
+const ownedOnly = `request.operation == "CREATE" || request.operation == "CONNECT" || oldObject == null || ` +
+	`(has(oldObject.metadata.annotations) && "` + mapping.DownsyncedAnnotation + `" in oldObject.metadata.annotations)`
+
+// podSecurityUnchanged holds when a write (not a deletion) leaves a Namespace's pod-security.kubernetes.io labels as
+// they were: none added or changed (object), none removed (oldObject).
+const podSecurityUnchanged = `request.operation == "DELETE" || !(request.resource.group == "" && request.resource.resource == "namespaces" && request.subResource == "") || ` +
+	`((object == null || !has(object.metadata.labels) || object.metadata.labels.all(k, !k.startsWith("pod-security.kubernetes.io/") || ` +
+	`(oldObject != null && has(oldObject.metadata.labels) && k in oldObject.metadata.labels && oldObject.metadata.labels[k] == object.metadata.labels[k]))) && ` +
+	`(oldObject == null || !has(oldObject.metadata.labels) || oldObject.metadata.labels.all(k, !k.startsWith("pod-security.kubernetes.io/") || ` +
+	`(object != null && has(object.metadata.labels) && k in object.metadata.labels && object.metadata.labels[k] == oldObject.metadata.labels[k]))))`
 
 // celStrings is a CEL list literal of the strings.
 func celStrings(ss []string) string {
@@ -140,6 +156,20 @@ func (e Edge) fencePolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 		{Expression: fmt.Sprintf(`!(request.resource.group == "" && request.resource.resource == "namespaces" && has(request.name) && request.name in %s)`, protected), Reason: forbidden,
 			MessageExpression: `"the edge owner's fence keeps the syncer from changing namespace " + request.name`},
 	}
+	validations = append(validations,
+		// Exec, attach, port-forward and proxy (the kubelet's, a Pod's, a Service's) run or reach what
+		// the syncer did not write; a token of any ServiceAccount would be another identity.
+		admissionregistrationv1.Validation{Expression: `request.operation != "CONNECT"`, Reason: forbidden,
+			Message: "the edge owner's fence keeps the syncer from exec, attach, port-forward and proxy"},
+		admissionregistrationv1.Validation{Expression: `!(request.resource.group == "" && request.resource.resource == "serviceaccounts" && request.subResource == "token")`,
+			Reason: forbidden, Message: "the edge owner's fence keeps the syncer from minting ServiceAccount tokens"},
+		// Only what it wrote: an object it did not write is the edge owner's (adopting one is their act:
+		// marking it), and a ClusterRole bound cluster-wide (system:basic-user) is not rewritten.
+		admissionregistrationv1.Validation{Expression: ownedOnly, Reason: forbidden,
+			Message: "the edge owner's fence keeps the syncer from changing or deleting what it did not write (no " + mapping.DownsyncedAnnotation + " mark)"},
+		// A namespace's Pod Security labels override the cluster's defaults: the edge owner's to set.
+		admissionregistrationv1.Validation{Expression: podSecurityUnchanged, Reason: forbidden,
+			Message: "the edge owner's fence keeps the syncer from setting, changing or removing a namespace's pod-security.kubernetes.io labels"})
 	if !e.Fence.AllowEscalation {
 		// Bound to a ServiceAccount of another namespace, what the executor holds would be a Pod's
 		// there, which the policy does not match; aggregated into others' roles, theirs.
@@ -160,7 +190,8 @@ func (e Edge) fencePolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete,
+						admissionregistrationv1.Connect},
 					Rule: admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*/*"},
 						Scope: ptr.To(admissionregistrationv1.AllScopes)},
 				}}}},

@@ -99,11 +99,17 @@ func TestFenceObjects(t *testing.T) {
 		}
 		exprs = append(exprs, v.Expression)
 	}
-	protected := `["kube-system", "` + e.Namespace + `", "payments"]`
+	// The syncer's own, the cluster's own (always), and those named.
+	names := []string{"kube-node-lease", "kube-public", "kube-system", e.Namespace, "payments"}
+	slices.Sort(names)
+	protected := `["` + strings.Join(names, `", "`) + `"]`
 	for _, want := range []string{
 		"!has(request.namespace) || !(request.namespace in " + protected + ")",
 		`!(request.resource.group == "" && request.resource.resource == "namespaces" && has(request.name) && request.name in ` + protected + ")",
 		`request.resource.group != "admissionregistration.k8s.io"`,
+		`request.operation != "CONNECT"`,
+		podSecurityUnchanged,
+		ownedOnly,
 	} {
 		if !slices.Contains(exprs, want) {
 			t.Errorf("no validation %s among %q", want, exprs)

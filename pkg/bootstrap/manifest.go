@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -118,6 +119,10 @@ func (e Edge) SyncerArgs() []string {
 	)
 	if e.Fence != nil {
 		args = append(args, "--executor="+e.ID+ExecutorSuffix)
+		if len(e.Fence.ProtectedNamespaces) > 0 {
+			// Kept to the edge for reads too: nothing in them is upsynced.
+			args = append(args, "--protected-namespaces="+strings.Join(e.Fence.ProtectedNamespaces, ","))
+		}
 	}
 	if e.verifies() {
 		args = append(args, "--signature-policy="+e.SignaturePolicy, "--signature-keys="+SignatureKeysMount)
@@ -174,13 +179,8 @@ func (e Edge) Objects() ([]runtime.Object, error) {
 	objs := []runtime.Object{
 		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: e.meta(e.Namespace, "")},
 		&corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: e.meta(e.ID, e.Namespace)},
-		&corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-			ObjectMeta: func() metav1.ObjectMeta {
-				m := e.meta(e.ID+"-token", e.Namespace)
-				m.Annotations = map[string]string{corev1.ServiceAccountNameKey: e.ID}
-				return m
-			}(),
-			Type: corev1.SecretTypeServiceAccountToken},
+		// No long-lived token Secret of the ServiceAccount: the Pod's projected token expires and is bound
+		// to the Pod; a never-expiring one, readable by whatever reads Secrets here, would outlive both.
 		&rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"}, ObjectMeta: e.meta(e.ID, ""), Rules: e.Rules},
 		&rbacv1.ClusterRoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"}, ObjectMeta: e.meta(e.ID, ""),
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: e.ID},
