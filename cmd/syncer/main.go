@@ -327,7 +327,7 @@ func mailboxesController(opts *options.Options, cfg syncer.Config, upCfg *rest.C
 	downstream, downDisc, writes := cfg.DownstreamDynamic, cfg.DownstreamDiscovery, cfg.DownstreamWrites
 	cfg.UpstreamDynamic, cfg.UpstreamDiscovery, cfg.DownstreamDynamic, cfg.DownstreamDiscovery, cfg.DownstreamWrites = nil, nil, nil, nil, nil
 	return mailboxes.NewController(mailboxes.Config{
-		Provider: upCfg, EndpointSlice: opts.APIExportEndpointSlice, Downstream: downstream, DownstreamDiscovery: downDisc, DownstreamWrites: writes, Engine: cfg,
+		Provider: upCfg, EndpointSlice: opts.APIExportEndpointSlice, DrainQuietPeriod: opts.DrainQuietPeriod, Downstream: downstream, DownstreamDiscovery: downDisc, DownstreamWrites: writes, Engine: cfg,
 		NewRecorder: func(ctx context.Context, _ logicalcluster.Name, ws *rest.Config) (record.EventRecorder, func()) {
 			recorder, stop, err := eventRecorder(ctx, ws, opts.SyncTargetName)
 			if err != nil {
@@ -388,6 +388,7 @@ func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics
 		return syncer.Config{}, fmt.Errorf("downstream client: %w", err)
 	}
 	var writes dynamic.Interface
+	var fenceNS string
 	if opts.Executor != "" {
 		// Writes on the mailboxes' behalf as the executor: the edge's apiserver holds them to what the
 		// edge owner grants it.
@@ -396,6 +397,9 @@ func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics
 		execCfg.Impersonate = rest.ImpersonationConfig{UserName: wellknown.ServiceAccountUser(ns, name)}
 		if writes, err = dynclient.NewForConfig(execCfg); err != nil {
 			return syncer.Config{}, fmt.Errorf("executor client: %w", err)
+		}
+		if opts.RequireFence {
+			fenceNS = ns
 		}
 	}
 	upDisc, err := discovery.NewDiscoveryClientForConfig(upCfg)
@@ -432,6 +436,9 @@ func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics
 			HourCount: opts.DeletionBreakerHourlyCount},
 		DeletionRelease:          namespacedName(opts.DeletionReleaseConfigMap),
 		MailboxReleasesDeletions: opts.MailboxReleasesDeletions,
+		ProtectedNamespaces:      opts.ProtectedNamespaces,
+		FenceNamespace:           fenceNS,
+		UpsyncSecrets:            opts.UpsyncSecrets,
 		ConfigSelector:           opts.SyncerConfigSelector,
 		Metrics:                  m,
 		Reachability:             reach,

@@ -30,6 +30,9 @@ const (
 	// UpstreamCredential says whether the upstream token is renewed before it expires (package
 	// credential); absent when the credential is not a ServiceAccount token.
 	UpstreamCredential = "UpstreamCredential"
+	// EdgeFence is True while the syncer's last proof found the edge owner's fence holding its
+	// executor, False while not (it then writes nothing at the edge); absent without an executor.
+	EdgeFence = "EdgeFence"
 )
 
 // healthy tells whether a condition says that all is well: True, but for DeletionsHeld and ReportOnly, False.
@@ -72,6 +75,9 @@ type Sources interface {
 	Report(limit int) *report.Summary
 	// Credential is how the upstream credential fares.
 	Credential() credential.State
+	// Fence tells whether the syncer writes through a fence it must prove (required), whether it was
+	// last proven in force, and if not why.
+	Fence() (required, inForce bool, why string)
 }
 
 // Shared computes the conditions that are the same on every SyncerConfig: objects failing or in
@@ -103,6 +109,15 @@ func Shared(src Sources) []metav1.Condition {
 	}
 	out = append(out, deletionsHeld(src))
 	if c, ok := upstreamCredential(src.Credential()); ok {
+		out = append(out, c)
+	}
+	if required, inForce, why := src.Fence(); required {
+		c := metav1.Condition{Type: EdgeFence, Status: metav1.ConditionTrue, Reason: "InForce",
+			Message: "The edge owner's fence holds the syncer's executor: its last proof (a dry run the fence must deny) was denied."}
+		if !inForce {
+			c.Status, c.Reason = metav1.ConditionFalse, "FenceMissing"
+			c.Message = capLen("The syncer writes nothing at the edge until the edge owner's fence is in force: "+why, MaxMessageLen)
+		}
 		out = append(out, c)
 	}
 	return out

@@ -42,11 +42,17 @@ type sources struct {
 	held               int
 	report             *report.Summary
 	credential         credential.State
+	// fenceRequired: the syncer writes through a fence; fenceMissing: it is not proven.
+	fenceRequired, fenceMissing bool
 }
 
 func (s sources) Credential() credential.State { return s.credential }
 
 func (s sources) Report(int) *report.Summary { return s.report }
+
+func (s sources) Fence() (bool, bool, string) {
+	return s.fenceRequired, !s.fenceMissing, "the policy is missing"
+}
 
 func (s sources) ReleaseHow(count string) string {
 	return "kubectl -n edge annotate --overwrite configmap kubestellar-syncer-release edge.kubestellar.io/release-deletions=" + count

@@ -88,3 +88,27 @@ func TestDeletionsHeld(t *testing.T) {
 		}
 	}
 }
+
+// TestEdgeFence: a syncer writing through a fence says whether it is in force, and Ready follows it;
+// one without says nothing.
+func TestEdgeFence(t *testing.T) {
+	find := func(conds []metav1.Condition, typ string) (metav1.Condition, bool) {
+		for _, c := range conds {
+			if c.Type == typ {
+				return c, true
+			}
+		}
+		return metav1.Condition{}, false
+	}
+	if _, ok := find(ForConfig("SyncerConfig", "a", 1, nil, Shared(sources{reachable: true})), EdgeFence); ok {
+		t.Error("EdgeFence without a fence")
+	}
+	conds := ForConfig("SyncerConfig", "a", 1, nil, Shared(sources{reachable: true, fenceRequired: true}))
+	if c, _ := find(conds, EdgeFence); c.Status != metav1.ConditionTrue || conds[0].Status != metav1.ConditionTrue {
+		t.Errorf("EdgeFence %+v, Ready %+v: want both True", c, conds[0])
+	}
+	conds = ForConfig("SyncerConfig", "a", 1, nil, Shared(sources{reachable: true, fenceRequired: true, fenceMissing: true}))
+	if c, _ := find(conds, EdgeFence); c.Status != metav1.ConditionFalse || c.Reason != "FenceMissing" || conds[0].Status != metav1.ConditionFalse {
+		t.Errorf("EdgeFence %+v, Ready %+v: want both False (FenceMissing)", c, conds[0])
+	}
+}

@@ -16,6 +16,21 @@ import (
 // The gates of gates.go's lists, in the order of the lists. Each says why it stops a key, once where
 // the policy says so (its own file: pauses.go, limits.go, signatures.go, drift.go, ...).
 
+// fenceRecheck is how often a key held while the fence is not in force is looked at again.
+const fenceRecheck = 10 * time.Second
+
+// fenceGate holds every key while the edge owner's fence is not proven in force.
+func (c *Controller) fenceGate(ctx context.Context, _ *input) gate.Verdict {
+	if c.cfg.Fence == nil {
+		return gate.Pass
+	}
+	if ok, why := c.cfg.Fence.InForce(); !ok {
+		klog.FromContext(ctx).V(logging.Skip).Info("Not writing: the edge owner's fence is not in force", "reason", why)
+		return gate.Stop(fenceRecheck, nil)
+	}
+	return gate.Pass
+}
+
 // pauseGate holds a paused key, whatever else would be done with it, until its pause ends.
 func (c *Controller) pauseGate(ctx context.Context, in *input) gate.Verdict {
 	if after, held := c.paused(ctx, in); held {

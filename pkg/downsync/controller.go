@@ -109,6 +109,9 @@ type Config struct {
 	// Deletions, if set, is asked before each deletion of an object no longer wanted (the deletion
 	// breaker), and told of keys wanted again.
 	Deletions Deletions
+	// Fence, if set, says whether the edge owner's fence was last proven in force: nothing is written
+	// at the edge while it is not.
+	Fence Fence
 	// Contents, if set, lists what the edge holds in a Namespace or of a CRD's resource: such a
 	// container is deleted only once nothing the syncer did not write is in it, after the syncer's own.
 	Contents Contents
@@ -151,6 +154,11 @@ type Signatures interface {
 // false until the autoscalers are listed.
 type Autoscalers interface {
 	Scales(gk schema.GroupKind, namespace, name string) (scales, known bool)
+}
+
+// Fence says whether the edge owner's fence holds the syncer's writes at the edge (pkg/syncer's proof).
+type Fence interface {
+	InForce() (bool, string)
 }
 
 // Deletions decides whether a deletion at the edge may go ahead now (package breaker).

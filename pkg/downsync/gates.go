@@ -34,7 +34,10 @@ type chains struct {
 func (c *Controller) newChains() chains {
 	return chains{
 		key: gate.Chain[*input]{
-			// First: a pause (on the upstream object, the edge copy or the configs) holds everything, the
+			// First: while the edge owner's fence is not proven in force, nothing is written at the edge
+			// (failing closed), nor deleted.
+			{Name: "fence", Admit: c.fenceGate},
+			// A pause (on the upstream object, the edge copy or the configs) holds everything, the
 			// deletion of an edge copy too.
 			{Name: "pause", Admit: c.pauseGate},
 			// An object streamed in before its upstream cache synced is only ever written: anything else (a

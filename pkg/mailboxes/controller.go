@@ -54,6 +54,9 @@ type Config struct {
 	// NewRecorder, if set, returns the Event recorder of a workspace (reached at cfg) and what
 	// stops it.
 	NewRecorder func(ctx context.Context, cluster logicalcluster.Name, cfg *rest.Config) (record.EventRecorder, func())
+	// DrainQuietPeriod is how long a workspace's binding must stay gone before what the syncer wrote
+	// for it at the edge is deleted (a binding deleted by mistake and made again deletes nothing).
+	DrainQuietPeriod time.Duration
 }
 
 // Controller serves every workspace bound to an APIExport: one engine per workspace (pkg/syncer),
@@ -78,6 +81,9 @@ type Controller struct {
 	engines  map[logicalcluster.Name]*engine
 	// marked are the workspaces with objects at the edge found at start, and the resources holding them.
 	marked   map[logicalcluster.Name]map[schema.GroupResource]schema.GroupVersionResource
+	// unbound are the workspaces whose binding is gone, since when: drained once gone for
+	// Config.DrainQuietPeriod.
+	unbound  map[logicalcluster.Name]time.Time
 	engineWG sync.WaitGroup
 }
 

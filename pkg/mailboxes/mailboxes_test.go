@@ -13,6 +13,7 @@ import (
 	"github.com/kcp-dev/logicalcluster/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/informermanager"
@@ -306,4 +308,24 @@ func TestRunStopsEverything(t *testing.T) {
 		t.Fatal("Run did not return")
 	}
 	refuse.CloseClientConnections()
+}
+
+// TestDrainQuietPeriod: a workspace whose binding is gone is drained only once it has stayed gone for
+// the quiet period; none drains at once.
+func TestDrainQuietPeriod(t *testing.T) {
+	c := &Controller{cfg: Config{DrainQuietPeriod: time.Hour},
+		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
+	defer c.queue.ShutDown()
+	ws := logicalcluster.Name("w")
+	if !c.quiet(context.Background(), ws) || !c.quiet(context.Background(), ws) {
+		t.Error("a binding just gone drained within the quiet period")
+	}
+	c.unbound[ws] = time.Now().Add(-2 * time.Hour)
+	if c.quiet(context.Background(), ws) {
+		t.Error("a binding gone for longer than the quiet period not drained")
+	}
+	c.cfg.DrainQuietPeriod = 0
+	if c.quiet(context.Background(), "other") {
+		t.Error("no quiet period, yet not drained")
+	}
 }

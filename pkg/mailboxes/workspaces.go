@@ -23,7 +23,16 @@ func (c *Controller) reconcile(ctx context.Context, cluster logicalcluster.Name)
 	e := c.engines[cluster]
 	_, marked := c.marked[cluster]
 	c.mu.Unlock()
-	switch decide(present, bound, e != nil, e != nil && e.draining.Load(), marked) {
+	act := decide(present, bound, e != nil, e != nil && e.draining.Load(), marked)
+	if (act == drain || act == startDraining) && c.quiet(ctx, cluster) {
+		return nil // looked at again once the binding has been gone for the quiet period
+	}
+	if present {
+		c.mu.Lock()
+		delete(c.unbound, cluster)
+		c.mu.Unlock()
+	}
+	switch act {
 	case restart: // bound again while draining: a fresh engine takes its objects back
 		logger.Info("Workspace bound again; restarting its engine")
 		c.stop(cluster, e)
@@ -51,6 +60,30 @@ func (c *Controller) reconcile(ctx context.Context, cluster logicalcluster.Name)
 		return c.start(ctx, cluster, true)
 	}
 	return nil
+}
+
+// quiet tells whether a workspace whose binding is gone is still within the drain's quiet period,
+// and if so asks for it again when the period ends.
+func (c *Controller) quiet(ctx context.Context, cluster logicalcluster.Name) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.unbound == nil {
+		c.unbound = map[logicalcluster.Name]time.Time{}
+	}
+	since, seen := c.unbound[cluster]
+	if !seen {
+		since = time.Now()
+		c.unbound[cluster] = since
+	}
+	left := c.cfg.DrainQuietPeriod - time.Since(since)
+	if left <= 0 {
+		return false
+	}
+	if !seen {
+		klog.FromContext(ctx).Info("Workspace's binding gone; deleting its objects at the edge if it stays gone", "workspace", cluster.String(), "in", left.Round(time.Second).String())
+	}
+	c.queue.AddAfter(cluster.String(), left)
+	return true
 }
 
 // action is what reconcile does for a workspace.

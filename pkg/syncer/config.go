@@ -36,6 +36,10 @@ type Config struct {
 	// instead of DownstreamDynamic: a client acting as an executor the edge owner bounds (--executor).
 	// The engine then never selects what no such bound can hold (wellknown.AdmissionPolicy).
 	DownstreamWrites dynamic.Interface
+	// FenceNamespace, with DownstreamWrites, is the executor's namespace, which the edge owner's fence
+	// keeps it out of: the syncer proves the fence there (a dry run it must deny) at start and with
+	// every heartbeat, and writes nothing at the edge while it is not proven.
+	FenceNamespace string
 
 	// SyncTargetName identifies the syncer; it becomes the value of the owner label downstream.
 	SyncTargetName string
@@ -94,6 +98,10 @@ type Config struct {
 	// SyncerConfig) and opt entries out of the counting of rewrites that empty objects
 	// (allowEmptying): the site trusts its mailbox with its breaker.
 	MailboxReleasesDeletions bool
+	// ProtectedNamespaces are kept to the edge: nothing in them is upsynced, nor are they.
+	ProtectedNamespaces []string
+	// UpsyncSecrets lets Secrets be upsynced (never a ServiceAccount token's): the edge owner's choice.
+	UpsyncSecrets bool
 	// ConflictRecheckPeriod is how often an object blocked by an unowned object is looked at again.
 	ConflictRecheckPeriod time.Duration
 	// Clock is the time the per-object policies of all three directions read (pauses), time.Now when

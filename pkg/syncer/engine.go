@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/util/workqueue"
@@ -82,6 +83,8 @@ type Syncer struct {
 
 	// deletions is the deletion breaker downsync asks before each deletion (nil: none).
 	deletions *breaker.Breaker
+	// fence proves the edge owner's fence (nil: no executor, no fence to prove).
+	fence *fenceProof
 	// releaseObject is the cache of the edge's release object (config DeletionRelease; nil: none).
 	releaseObject framework.Cache
 	// report is what report-only mode would write.
@@ -130,6 +133,9 @@ func New(cfg Config) (*Syncer, error) {
 	s.state.Store(emptySnapshot())
 	if s.report = cfg.Report; s.report == nil {
 		s.report = report.NewStore()
+	}
+	if cfg.DownstreamWrites != nil && cfg.FenceNamespace != "" {
+		s.fence = &fenceProof{client: cfg.DownstreamWrites, namespace: cfg.FenceNamespace, metrics: cfg.Metrics}
 	}
 	if cfg.DeletionBreaker.Count > 0 {
 		s.deletions = breaker.New(cfg.DeletionBreaker, s.ownedAtEdge, s.releases, nil)
@@ -232,6 +238,9 @@ func (s *Syncer) newControllers() error {
 	}
 	s.autoscalers = autoscale.NewIndex(func(t autoscale.Target) { s.downsync.EnqueueEdgeObject(t.GroupKind, t.Namespace, t.Name) })
 	dcfg.Autoscalers = s.autoscalers
+	if s.fence != nil {
+		dcfg.Fence = s.fence
+	}
 	if s.deletions != nil {
 		dcfg.Deletions = s.deletions
 	}
@@ -249,7 +258,7 @@ func (s *Syncer) newControllers() error {
 		Upstream: cfg.UpstreamDynamic, UpstreamInformers: s.up, DownstreamInformers: s.down,
 		Selection: upsyncView{s.snapshot}, Metrics: cfg.Metrics, OwnerLabelValue: s.ownerLabel,
 		ConflictRecheckPeriod: cfg.ConflictRecheckPeriod, OnLeftoverDeleted: s.upLeftoverMayBeEmpty, Recorder: cfg.Recorder,
-		FieldManager: cfg.FieldManager, Now: cfg.Clock,
+		FieldManager: cfg.FieldManager, Now: cfg.Clock, ProtectedNamespaces: sets.New(cfg.ProtectedNamespaces...), Secrets: cfg.UpsyncSecrets,
 	}); err != nil {
 		return err
 	}
@@ -309,6 +318,10 @@ func (s *Syncer) Run(ctx context.Context) error {
 	s.watchAutoscalers(ctx, &work)
 	if err := s.watchReleases(ctx); err != nil {
 		logger.Error(err, "Cannot watch the SyncerConfigs for releases of held deletions")
+	}
+	if s.fence != nil {
+		s.fence.prove(ctx) // before the first write
+		work.Go(func() { s.fence.run(ctx, s.fenceProofPeriod()) })
 	}
 	s.resolveQueue.Add(resolveKey)
 	work.Go(func() { framework.RunLoop(ctx, s.resolveQueue, s.resolveOnce) })

@@ -111,7 +111,7 @@ func (src sources) ObjectProblems(limit int) (failing, conflicts int, examples [
 	for _, q := range []interface {
 		Failures(int) (int, []problem.Problem)
 	}{src.s.downsync.Queue(), src.s.status.Queue(), src.s.upsync.Queue(), loopView{src.s.downsync.Writes()}, loopView{src.s.upsync.Writes()},
-		problemsView{src.s.downsync.Withheld()}, problemsView{src.s.downsync.Kept()}} {
+		problemsView{src.s.downsync.Withheld()}, problemsView{src.s.downsync.Kept()}, problemsView{src.s.upsync.Withheld()}} {
 		n, ex := q.Failures(limit)
 		failing += n
 		examples = append(examples, ex...)
@@ -152,6 +152,14 @@ func (src sources) DeletionsHeld(limit int) (bool, time.Time, int, []string) {
 }
 
 func (src sources) ReleaseHow(count string) string { return src.s.releaseHow(count) }
+
+func (src sources) Fence() (required, inForce bool, why string) {
+	if src.s.fence == nil {
+		return false, false, ""
+	}
+	inForce, why = src.s.fence.InForce()
+	return true, inForce, why
+}
 
 func (src sources) Report(limit int) *report.Summary {
 	if !src.s.cfg.ReportOnly && !src.s.snapshot().selection.SomeReportOnly() {

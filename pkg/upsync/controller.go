@@ -11,15 +11,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/kubestellar/syncer/pkg/framework"
+	"github.com/kubestellar/syncer/pkg/gate"
 	"github.com/kubestellar/syncer/pkg/logging"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/metrics"
+	"github.com/kubestellar/syncer/pkg/problem"
 	"github.com/kubestellar/syncer/pkg/selection"
 	"github.com/kubestellar/syncer/pkg/wellknown"
 )
@@ -73,6 +76,10 @@ type Config struct {
 	FieldManager string
 	// Now is the clock pauses are read against (time.Now when nil).
 	Now func() time.Time
+	// ProtectedNamespaces are kept to the edge: nothing in them is upsynced, nor are they.
+	ProtectedNamespaces sets.Set[string]
+	// Secrets lets Secrets be upsynced (never a ServiceAccount token's): the edge owner's choice.
+	Secrets bool
 }
 
 // Controller is the upsync controller.
@@ -80,6 +87,9 @@ type Controller struct {
 	cfg    Config
 	queue  *framework.Queue
 	writes *framework.Writes
+	gates  gate.Chain[*input]
+	// withheld are the edge objects selected but kept to the edge (reads), and why.
+	withheld framework.ConflictLog
 }
 
 // NewController wires the controller; it does no API I/O.
@@ -97,12 +107,17 @@ func NewController(cfg Config) (*Controller, error) {
 		cfg.FieldManager = framework.DefaultFieldManager
 	}
 	c := &Controller{cfg: cfg, writes: framework.NewWrites(metrics.Upsync, cfg.FieldManager, cfg.Metrics, cfg.Recorder).LogDeletesLoudly()}
+	c.gates = c.newGates()
+	c.withheld.Describe = func(reason string) (problem.Kind, string) { return problem.SyncFailed, reason }
 	c.queue = framework.NewQueue(metrics.Upsync, cfg.Metrics.WorkqueueProvider(), c.process)
 	return c, nil
 }
 
 // Writes is the controller's write path (for its conflicts).
 func (c *Controller) Writes() *framework.Writes { return c.writes }
+
+// Withheld are the edge objects selected for upsync but kept to the edge (for ObjectsSynced).
+func (c *Controller) Withheld() *framework.ConflictLog { return &c.withheld }
 
 // Relevant tells whether a key still concerns upsync: its resource is upsynced (or a leftover) and,
 // when selected, the edge object matches an upsync entry. Conflicts and failures of other keys are
@@ -208,10 +223,11 @@ func (c *Controller) process(ctx context.Context, key framework.Key) (time.Durat
 			return 0, err
 		}
 	}
-	if v := c.admit(ctx, &input{down: down, now: c.cfg.Now()}); v.Stop {
+	in := &input{key: key, gr: gr, down: down, now: c.cfg.Now()}
+	if v := c.admit(ctx, in); v.Stop {
 		return v.After, v.Err
 	}
-	wanted := r.Selected && down != nil && down.GetDeletionTimestamp() == nil && !mapping.OwnedDownstream(down) &&
+	wanted := r.Selected && down != nil && in.withheld == "" && down.GetDeletionTimestamp() == nil && !mapping.OwnedDownstream(down) &&
 		c.cfg.Selection.UpsyncMatches(selection.ObjectOf(gr, down)) &&
 		// The edge apiserver's own objects (root CA, default ServiceAccount, tokens) only when named.
 		(!mapping.SystemObject(gr, down) || c.cfg.Selection.UpsyncNamesExplicitly(selection.ObjectOf(gr, down)))

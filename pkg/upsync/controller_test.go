@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/kubestellar/syncer/pkg/framework"
@@ -329,5 +330,42 @@ func TestOrphans(t *testing.T) {
 	c.queue.Add(want[0])
 	if got := c.Orphans(); len(got) != 0 {
 		t.Errorf("a key being processed is an orphan: %v", got)
+	}
+}
+
+// TestReadsTheEdgeKeeps: whatever the mailbox selects, the edge keeps to itself what is in a protected
+// namespace (and those Namespaces), ServiceAccount token Secrets, and Secrets unless it lets them be
+// upsynced; everything else is read.
+func TestReadsTheEdgeKeeps(t *testing.T) {
+	secret := func(ns, name, typ string) *unstructured.Unstructured {
+		s := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Secret", "type": typ}}
+		s.SetNamespace(ns)
+		s.SetName(name)
+		return s
+	}
+	cm := report("shop", "r", 1)
+	inSystem := report("kube-system", "r", 1)
+	protectedNS := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace"}}
+	protectedNS.SetName("syncer-a")
+	secrets, configMaps, namespaces := schema.GroupResource{Resource: "secrets"}, schema.GroupResource{Resource: "configmaps"}, schema.GroupResource{Resource: "namespaces"}
+	for _, tc := range []struct {
+		gr          schema.GroupResource
+		obj         *unstructured.Unstructured
+		allowSecret bool
+		refused     string
+	}{
+		{configMaps, cm, false, ""},
+		{configMaps, inSystem, false, "namespace kube-system is protected"},
+		{namespaces, protectedNS, false, "namespace syncer-a is protected"},
+		{secrets, secret("syncer-a", "syncer-a-kubeconfig", "Opaque"), true, "namespace syncer-a is protected"},
+		{secrets, secret("shop", "token", "kubernetes.io/service-account-token"), true, "ServiceAccount token"},
+		{secrets, secret("shop", "creds", "Opaque"), false, "--upsync-secrets"},
+		{secrets, secret("shop", "creds", "Opaque"), true, ""},
+	} {
+		c := &Controller{cfg: Config{ProtectedNamespaces: sets.New("kube-system", "syncer-a"), Secrets: tc.allowSecret}}
+		got := c.refusedRead(tc.gr, tc.obj)
+		if (tc.refused == "") != (got == "") || !strings.Contains(got, tc.refused) {
+			t.Errorf("%s %s/%s (Secrets allowed %v): refused %q, want %q", tc.gr, tc.obj.GetNamespace(), tc.obj.GetName(), tc.allowSecret, got, tc.refused)
+		}
 	}
 }

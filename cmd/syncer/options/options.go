@@ -21,11 +21,10 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
 
-	"github.com/kubestellar/syncer/pkg/legacyflags"
-	"github.com/kubestellar/syncer/pkg/signature"
-
 	"github.com/kubestellar/syncer/pkg/informermanager"
+	"github.com/kubestellar/syncer/pkg/legacyflags"
 	"github.com/kubestellar/syncer/pkg/mapping"
+	"github.com/kubestellar/syncer/pkg/signature"
 )
 
 // Options are the syncer's flags. The first group keeps the names of the release-0.14 syncer.
@@ -96,6 +95,14 @@ type Options struct {
 	DeletionBreakerHourlyCount int
 	DeletionReleaseConfigMap   string
 	MailboxReleasesDeletions   bool
+	// ProtectedNamespaces are kept to the edge (nothing in them is upsynced): the cluster's own,
+	// $POD_NAMESPACE, and those named (once completed); UpsyncSecrets lets Secrets be upsynced.
+	ProtectedNamespaces []string
+	UpsyncSecrets       bool
+	// DrainQuietPeriod: how long a workspace's binding must stay gone before its objects go.
+	DrainQuietPeriod time.Duration
+	// RequireFence, with Executor, makes the syncer prove the edge owner's fence before it writes.
+	RequireFence bool
 
 	// APIExportEndpointSlice, when set, serves every workspace bound to an APIExport through its
 	// virtual workspace (package mailboxes); --upstream-kubeconfig then points at the workspace that holds
@@ -168,6 +175,8 @@ func NewOptions() *Options {
 		DeletionBreakerCount:       50,
 		DeletionBreakerPercent:     20,
 		DeletionBreakerHourlyCount: 200,
+		RequireFence:               true,
+		DrainQuietPeriod:           time.Minute,
 		DeletionReleaseConfigMap:   DefaultDeletionReleaseConfigMap,
 
 		Logs: logsapi.NewLoggingConfiguration(),
@@ -200,6 +209,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.DeletionBreakerCount, "deletion-breaker-count", o.DeletionBreakerCount, "The deletion breaker: when more than this many deletions at the edge, and more than --deletion-breaker-percent of the objects the syncer owns there, fall due within a minute, every deletion is held (creates and updates go on) until released (condition DeletionsHeld on the SyncerConfigs says how). 0 disables it.")
 	fs.IntVar(&o.DeletionBreakerHourlyCount, "deletion-breaker-hourly-count", o.DeletionBreakerHourlyCount, "The deletion breaker's hourly limit: when the deletions at the edge that fall due within an hour weigh more than this, and more than --deletion-breaker-percent of the objects the syncer owned there, every deletion is held, so that a slow drip trips it as a burst does. 0: no hourly limit.")
 	fs.StringVar(&o.DeletionReleaseConfigMap, "deletion-release-configmap", o.DeletionReleaseConfigMap, "The edge's release object: a ConfigMap (name, in $POD_NAMESPACE, or namespace/name) whose annotation edge.kubestellar.io/release-deletions, written by the edge owner and naming at least the count held, releases the deletions the breaker holds. A ConfigMap the syncer wrote releases nothing. Empty: none.")
+	fs.StringSliceVar(&o.ProtectedNamespaces, "protected-namespaces", o.ProtectedNamespaces, "More namespaces kept to the edge: nothing in them, nor the Namespaces themselves, is upsynced, whatever a SyncerConfig selects. $POD_NAMESPACE (the syncer's own: its credentials), kube-system, kube-node-lease and kube-public always are.")
+	fs.BoolVar(&o.RequireFence, "require-fence", o.RequireFence, "With --executor: prove at start and with every heartbeat that the edge owner's fence holds the executor (a server-side dry run it must deny, in the executor's namespace), and write nothing at the edge while it does not (condition EdgeFence, metric kubestellar_syncer_fence_in_force). Off: the executor's rights alone bound the writes.")
+	fs.DurationVar(&o.DrainQuietPeriod, "drain-quiet-period", o.DrainQuietPeriod, "With --apiexport-endpoint-slice: how long a workspace's APIBinding must stay gone before what the syncer wrote for it at the edge is deleted (through the deletion breaker), so that a binding deleted by mistake and made again deletes nothing.")
+	fs.BoolVar(&o.UpsyncSecrets, "upsync-secrets", o.UpsyncSecrets, "Let SyncerConfigs upsync Secrets (never a ServiceAccount token's, nor any in a protected namespace). Off: a selected Secret stays at the edge, and ObjectsSynced says so.")
 	fs.BoolVar(&o.MailboxReleasesDeletions, "mailbox-releases-deletions", o.MailboxReleasesDeletions, "Trust the mailbox with the deletion breaker: a SyncerConfig's annotation edge.kubestellar.io/release-deletions releases held deletions, and a downsync entry's allowEmptying exempts its objects' emptying rewrites from the count. Off: only the edge releases, and every emptying rewrite is counted.")
 	fs.IntVar(&o.DeletionBreakerPercent, "deletion-breaker-percent", o.DeletionBreakerPercent, "The share of the objects the syncer owns at the edge, in percent, that the deletions due within a minute must also exceed for the deletion breaker to hold them (see --deletion-breaker-count).")
 	fs.BoolVar(&o.ReportOnly, "report-only", o.ReportOnly, "Write nothing at the edge but server-side dry-runs: report what the syncer would create, update (with the fields that would change) and delete, in each SyncerConfig's status.syncTargets[].report (condition ReportOnly), in the log at level 0, and whole at /report on the metrics address. The safe first step when attaching an edge that already runs workloads (with --adopt-existing to see what taking them over would change). Status and upsync work as usual.")
@@ -278,6 +291,9 @@ func (o *Options) Complete() error {
 			*name = os.Getenv("POD_NAMESPACE") + "/" + *name
 		}
 	}
+	o.ProtectedNamespaces = append(append([]string{"kube-node-lease", "kube-public", "kube-system"}, o.ProtectedNamespaces...), os.Getenv("POD_NAMESPACE"))
+	slices.Sort(o.ProtectedNamespaces)
+	o.ProtectedNamespaces = slices.DeleteFunc(slices.Compact(o.ProtectedNamespaces), func(ns string) bool { return ns == "" })
 	if o.DeletionReleaseConfigMap == DefaultDeletionReleaseConfigMap {
 		o.DeletionReleaseConfigMap = "" // the default outside a Pod: no namespace to look in
 	}
