@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,10 +117,9 @@ func TestHelmChart(t *testing.T) {
 	instance := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release + ",app.kubernetes.io/name=kubestellar-syncer," +
 		"app.kubernetes.io/managed-by=Helm,app.kubernetes.io/part-of=kubestellar,app.kubernetes.io/component=syncer,app.kubernetes.io/version"}
 	want := map[string][]string{
-		"deployments":     {edgeNS + "/" + fullname},
-		"serviceaccounts": {edgeNS + "/" + fullname, edgeNS + "/" + fullname + bootstrap.ExecutorSuffix},
-		"secrets": {edgeNS + "/" + fullname + "-kubeconfig", edgeNS + "/" + fullname + "-token",
-			edgeNS + "/" + fullname + bootstrap.UpstreamTokenSuffix},
+		"deployments":         {edgeNS + "/" + fullname},
+		"serviceaccounts":     {edgeNS + "/" + fullname, edgeNS + "/" + fullname + bootstrap.ExecutorSuffix},
+		"secrets":             {edgeNS + "/" + fullname + "-kubeconfig", edgeNS + "/" + fullname + bootstrap.UpstreamTokenSuffix},
 		"clusterroles":        {"/" + clusterRole, "/" + clusterRole + bootstrap.ExecutorSuffix, "/" + clusterRole + bootstrap.MetricsReaderSuffix},
 		"clusterrolebindings": {"/" + clusterRole, "/" + clusterRole + "-auth-delegator", "/" + clusterRole + bootstrap.ExecutorSuffix},
 		"roles": {edgeNS + "/" + fullname + bootstrap.ExecutorSuffix, edgeNS + "/" + fullname + "-leader-election",
@@ -170,15 +168,6 @@ func TestHelmChart(t *testing.T) {
 	if _, err := dynamic.NewForConfigOrDie(upCfg).Resource(gvrSyncerConfig).List(f.ctx, metav1.ListOptions{}); err != nil {
 		t.Errorf("listing SyncerConfigs upstream (%s) with the installed kubeconfig: %v", upstream.Name, err)
 	}
-	// The token controller fills the token Secret: its type and annotation are right.
-	eventually(t, 30*time.Second, "the ServiceAccount token Secret filled in", func() (bool, string) {
-		s, err := f.down.kube.CoreV1().Secrets(edgeNS).Get(f.ctx, fullname+"-token", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		return len(s.Data["token"]) > 0, fmt.Sprintf("data keys %d", len(s.Data))
-	})
-
 	// The ServiceAccount may read what the syncer reads and act as its executor, which may write what
 	// the syncer writes (and another one in the namespace may not: the check discriminates).
 	sa := "system:serviceaccount:" + edgeNS + ":" + fullname

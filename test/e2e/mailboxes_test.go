@@ -231,7 +231,7 @@ func TestManyMailboxes(t *testing.T) {
 	// --upstream-kubeconfig given again: the last one counts, the provider workspace instead of the mailbox.
 	start := func() *syncerProc {
 		return f.startSyncer(withArgs("--upstream-kubeconfig="+bed.Provider.Kubeconfig, "--apiexport-endpoint-slice="+bed.Export.Name,
-			"--heartbeat-period=1s", "--conflict-recheck-period=2s"))
+			"--heartbeat-period=1s", "--conflict-recheck-period=2s", "--upsync-secrets", "--drain-quiet-period=2s"))
 	}
 	p := start()
 

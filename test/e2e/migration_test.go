@@ -113,7 +113,7 @@ func TestMigrationFromReleaseSyncer(t *testing.T) {
 	}
 	spec["conversions"] = []interface{}{map[string]interface{}{"upstream": side("renamed-up"), "downstream": side("renamed")}}
 	f.syncerConfig(f.name, spec)
-	p := f.startSyncer()
+	p := f.startSyncer(withArgs("--upsync-secrets")) // the edge owner lets Secrets be upsynced
 
 	for _, o := range objects {
 		f.waitFor(f.down, o.gvr, ns, o.edge, func(u *unstructured.Unstructured) (bool, string) {
