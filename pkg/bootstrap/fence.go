@@ -99,7 +99,7 @@ const ownedOnly = `request.operation == "CREATE" || request.operation == "CONNEC
 
 // podSecurityUnchanged holds when a write (not a deletion) leaves a Namespace's pod-security.kubernetes.io labels as
 // they were: none added or changed (object), none removed (oldObject).
-const podSecurityUnchanged = `request.operation == "DELETE" || !(request.resource.group == "" && request.resource.resource == "namespaces" && request.subResource == "") || ` +
+const podSecurityUnchanged = `request.operation == "DELETE" || !(request.resource.group == "" && request.resource.resource == "namespaces" && (!has(request.subResource) || request.subResource == "")) || ` +
 	`((object == null || !has(object.metadata.labels) || object.metadata.labels.all(k, !k.startsWith("pod-security.kubernetes.io/") || ` +
 	`(oldObject != null && has(oldObject.metadata.labels) && k in oldObject.metadata.labels && oldObject.metadata.labels[k] == object.metadata.labels[k]))) && ` +
 	`(oldObject == null || !has(oldObject.metadata.labels) || oldObject.metadata.labels.all(k, !k.startsWith("pod-security.kubernetes.io/") || ` +
@@ -161,7 +161,7 @@ func (e Edge) fencePolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 		// the syncer did not write; a token of any ServiceAccount would be another identity.
 		admissionregistrationv1.Validation{Expression: `request.operation != "CONNECT"`, Reason: forbidden,
 			Message: "the edge owner's fence keeps the syncer from exec, attach, port-forward and proxy"},
-		admissionregistrationv1.Validation{Expression: `!(request.resource.group == "" && request.resource.resource == "serviceaccounts" && request.subResource == "token")`,
+		admissionregistrationv1.Validation{Expression: `!(request.resource.group == "" && request.resource.resource == "serviceaccounts" && has(request.subResource) && request.subResource == "token")`,
 			Reason: forbidden, Message: "the edge owner's fence keeps the syncer from minting ServiceAccount tokens"},
 		// Only what it wrote: an object it did not write is the edge owner's (adopting one is their act:
 		// marking it), and a ClusterRole bound cluster-wide (system:basic-user) is not rewritten.

@@ -36,10 +36,13 @@ type Config struct {
 	// instead of DownstreamDynamic: a client acting as an executor the edge owner bounds (--executor).
 	// The engine then never selects what no such bound can hold (wellknown.AdmissionPolicy).
 	DownstreamWrites dynamic.Interface
-	// FenceNamespace, with DownstreamWrites, is the executor's namespace, which the edge owner's fence
+	// FenceNamespace, with FenceWrites, is the executor's namespace, which the edge owner's fence
 	// keeps it out of: the syncer proves the fence there (a dry run it must deny) at start and with
-	// every heartbeat, and writes nothing at the edge while it is not proven.
+	// every heartbeat, and writes nothing at the edge while it is not proven. FenceWrites is the
+	// executor's client as the edge sees it (DownstreamWrites may map namespaces, serving several
+	// mailboxes).
 	FenceNamespace string
+	FenceWrites    dynamic.Interface
 
 	// SyncTargetName identifies the syncer; it becomes the value of the owner label downstream.
 	SyncTargetName string

@@ -134,8 +134,8 @@ func New(cfg Config) (*Syncer, error) {
 	if s.report = cfg.Report; s.report == nil {
 		s.report = report.NewStore()
 	}
-	if cfg.DownstreamWrites != nil && cfg.FenceNamespace != "" {
-		s.fence = &fenceProof{client: cfg.DownstreamWrites, namespace: cfg.FenceNamespace, metrics: cfg.Metrics}
+	if cfg.FenceWrites != nil && cfg.FenceNamespace != "" {
+		s.fence = &fenceProof{client: cfg.FenceWrites, namespace: cfg.FenceNamespace, metrics: cfg.Metrics}
 	}
 	if cfg.DeletionBreaker.Count > 0 {
 		s.deletions = breaker.New(cfg.DeletionBreaker, s.ownedAtEdge, s.releases, nil)

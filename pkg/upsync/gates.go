@@ -15,6 +15,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/logging"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/metrics"
+	"github.com/kubestellar/syncer/pkg/selection"
 	"github.com/kubestellar/syncer/pkg/wellknown"
 )
 
@@ -50,13 +51,20 @@ func (c *Controller) newGates() gate.Chain[*input] {
 // readsGate marks withheld an edge object the edge owner keeps to the edge: anything in a protected
 // namespace (the syncer's own, whose Secrets hold its credentials, among them) or the protected
 // Namespaces themselves, a ServiceAccount token Secret, and any Secret unless the edge owner lets
-// Secrets be upsynced (Config.Secrets). Said once per object and reason: a log line at level 0, a
-// failure in ObjectsSynced.
+// Secrets be upsynced (Config.Secrets). Said once per object and reason when an entry names it (a log
+// line at level 0, a failure in ObjectsSynced); passed over at logging.Skip when only a wildcard
+// selects it.
 func (c *Controller) readsGate(ctx context.Context, in *input) gate.Verdict {
 	if in.down == nil {
 		return gate.Pass
 	}
 	if in.withheld = c.refusedRead(in.gr, in.down); in.withheld == "" {
+		c.withheld.Clear(in.key)
+		return gate.Pass
+	}
+	if !c.cfg.Selection.UpsyncNamesExplicitly(selection.ObjectOf(in.gr, in.down)) {
+		// Selected by a wildcard only: passed over quietly, as the apiserver's own objects are.
+		klog.FromContext(ctx).V(logging.Skip).Info("Not upsyncing what the edge keeps to itself", "reason", in.withheld)
 		c.withheld.Clear(in.key)
 		return gate.Pass
 	}
