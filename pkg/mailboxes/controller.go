@@ -80,7 +80,7 @@ type Controller struct {
 	bindings framework.Cache
 	engines  map[logicalcluster.Name]*engine
 	// marked are the workspaces with objects at the edge found at start, and the resources holding them.
-	marked   map[logicalcluster.Name]map[schema.GroupResource]schema.GroupVersionResource
+	marked map[logicalcluster.Name]map[schema.GroupResource]schema.GroupVersionResource
 	// unbound are the workspaces whose binding is gone, since when: drained once gone for
 	// Config.DrainQuietPeriod.
 	unbound  map[logicalcluster.Name]time.Time

@@ -317,8 +317,10 @@ func TestDrainQuietPeriod(t *testing.T) {
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
 	defer c.queue.ShutDown()
 	ws := logicalcluster.Name("w")
-	if !c.quiet(context.Background(), ws) || !c.quiet(context.Background(), ws) {
-		t.Error("a binding just gone drained within the quiet period")
+	for i := 0; i < 2; i++ {
+		if !c.quiet(context.Background(), ws) {
+			t.Errorf("a binding just gone drained within the quiet period (look %d)", i)
+		}
 	}
 	c.unbound[ws] = time.Now().Add(-2 * time.Hour)
 	if c.quiet(context.Background(), ws) {
