@@ -50,6 +50,7 @@ func TestFenceAgainstAHostileMailbox(t *testing.T) {
 	}
 	f.syncerConfig(f.name, spec)
 	_, _, d := bootstrapPod(t, f, f.name, bootstrap.RBACBroad)
+	f.waitFor(f.down, gvrConfigMaps, ns, "settings", hasMark) // the namespace is there at the edge
 	if _, err := f.down.kube.CoreV1().Secrets(id).Get(f.ctx, id+"-token", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a long-lived token Secret %s/%s-token at the edge: %v", id, id, err)
 	}
@@ -95,7 +96,6 @@ func TestFenceAgainstAHostileMailbox(t *testing.T) {
 
 	// No CONNECT, no tokens, nothing the syncer did not write, as the executor.
 	f.create(f.down, gvrConfigMaps, configMap(ns, "edge-owned", map[string]interface{}{"k": "v"}))
-	f.waitFor(f.down, gvrConfigMaps, ns, "settings", hasMark)
 	executor := "system:serviceaccount:" + id + ":" + id + bootstrap.ExecutorSuffix
 	f.create(f.down, gvrServices, obj("v1", "Service", ns, "web", map[string]interface{}{"spec": map[string]interface{}{
 		"ports": []interface{}{map[string]interface{}{"port": int64(80)}}}}))
