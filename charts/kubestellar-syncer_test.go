@@ -35,6 +35,7 @@ import (
 
 	"github.com/kubestellar/syncer/cmd/syncer/options"
 	"github.com/kubestellar/syncer/pkg/bootstrap"
+	"github.com/kubestellar/syncer/pkg/wellknown"
 )
 
 const (
@@ -696,7 +697,8 @@ func TestChartRefuses(t *testing.T) {
 		{"PDB blocking every eviction", append(requiredValues(), "--set", "podDisruptionBudget.enabled=true"), "would block every voluntary eviction"},
 		{"existing ServiceAccount without a name", append(requiredValues(), "--set", "serviceAccount.create=false"), "serviceAccount.name is required"},
 		{"signatures without keys", append(requiredValues(), "--set", "signatures.policy=Enforce"), "signatures.policy Enforce needs signatures.publicKeys"},
-		{"an unknown signature policy", append(requiredValues(), "--set", "signatures.policy=Strict"), `signatures.policy "Strict": want Off, Warn or Enforce`},
+		{"an unknown signature policy", append(requiredValues(), "--set", "signatures.policy=Lax"), `signatures.policy "Lax": want Off, Warn, Enforce or Strict`},
+		{"a fence opt-in that is none", append(requiredValues(), "--set", "fence.allow={pods}"), `fence.allow: "pods" is not a fenced resource nor an opt-in`},
 		{"a metrics certificate without secure metrics", append(requiredValues(), "--set", "metrics.secure=false", "--set", "metrics.certSecret=tls"), "metrics.certSecret needs metrics.secure"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -736,6 +738,7 @@ func TestChartMatchesSyncerGen(t *testing.T) {
 	chosen.Rules, chosen.Fence.ExecutorRules = bootstrap.FencedRules(bootstrap.RBACLeast, nil)
 	chosen.Fence.ExecutorRules = append(chosen.Fence.ExecutorRules, bootstrap.EscalationRules()...)
 	chosen.Fence.ProtectedNamespaces, chosen.Fence.AllowWebhooks, chosen.Fence.AllowEscalation = []string{"kube-system", "payments"}, true, true
+	chosen.Fence.Allow = []string{"storageclasses.storage.k8s.io", "endpoints", wellknown.AllowExternalIPs}
 	unfenced := syncerGenEdge()
 	unfenced.Rules, unfenced.Fence = bootstrap.DownstreamRules(bootstrap.RBACBroad, nil), nil
 	chosen.SyncerConfigSelector, chosen.APIExportEndpointSlice = "example.com/mailbox=florin", "edge.kubestellar.io"

@@ -167,7 +167,7 @@ func TestAlertsAreExplained(t *testing.T) {
 	}
 	for _, name := range []string{"KubestellarSyncerDown", "KubestellarSyncerHeartbeatMissing", "KubestellarSyncerWriteErrors",
 		"KubestellarSyncerConflicts", "KubestellarSyncerBacklog", "KubestellarSyncerLagHigh", "KubestellarSyncerWriteLoop",
-		"KubestellarSyncerMissedDeletion", "KubestellarSyncerDeletionsHeld", "KubestellarSyncerUnreachable"} {
+		"KubestellarSyncerMissedDeletion", "KubestellarSyncerDeletionsHeld", "KubestellarSyncerUnreachable", "KubestellarSyncerFenceMissing"} {
 		if !seen[name] {
 			t.Errorf("no alert %s", name)
 		}

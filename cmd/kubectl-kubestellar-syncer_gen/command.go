@@ -18,6 +18,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/legacyflags"
 	"github.com/kubestellar/syncer/pkg/signature"
 	"github.com/kubestellar/syncer/pkg/version"
+	"github.com/kubestellar/syncer/pkg/wellknown"
 )
 
 // usage begins --help: what the plugin does, then how to call it; the flags follow.
@@ -107,12 +108,13 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.resources.LimitsMemory, "limits-memory", o.resources.LimitsMemory, "Memory limit of the syncer container; empty: none. Default: derived from --expected-objects.")
 	fs.DurationVar(&o.Lifetime, "lifetime", o.Lifetime, "How long each upstream token lives (TokenRequest): the first, minted now, and each the syncer renews when half of it has gone, so that a site cut off from its mailbox for up to 40% of it comes back by itself; longer, it may need bootstrapping again. At least 10m; the server may grant less.")
 	fs.StringVar(&o.RBAC, "rbac", o.RBAC, `"broad": the syncer may read and write anything on both sides, so any later SyncerConfig works; "least": only what the current SyncerConfigs need (run syncer-gen again after changing them).`)
-	fs.StringVar(&o.SignaturePolicy, "signature-policy", "Off", "The syncer's --signature-policy: Off, Warn or Enforce (apply only what a key of --signature-public-keys signed: kubectl kubestellar sign).")
+	fs.StringVar(&o.SignaturePolicy, "signature-policy", "Off", "The syncer's --signature-policy: Off, Warn, Enforce (apply only what a key of --signature-public-keys signed: kubectl kubestellar sign) or Strict (Enforce, and only what was signed for this sync target, never below the serial applied: sign --targets --serial).")
 	fs.StringSliceVar(&o.signatureKeyFiles, "signature-public-keys", nil, "PEM ed25519 public keys (files) the syncer verifies signatures with, held at the edge in the Secret <id>-signature-keys (several for a rotation: re-run syncer-gen and apply; the syncer reads them again without a restart). Required unless --signature-policy=Off.")
 	fs.BoolVar(&o.Fence, "fence", o.Fence, "Bound what the syncer writes at the edge by the edge owner's fence, held by the edge's apiserver: the syncer writes as the ServiceAccount <id>-executor, granted what --rbac gives but no RBAC escalation, and a ValidatingAdmissionPolicy <id>-fence keeps it out of the protected namespaces, admission webhooks, ClusterRoleBindings and aggregated ClusterRoles (Kubernetes 1.30 or later at the edge). false: the syncer writes as itself.")
 	fs.StringSliceVar(&o.ProtectedNamespaces, "fence-protected-namespaces", o.ProtectedNamespaces, "More namespaces the fence keeps the syncer out of (objects in them, and the Namespaces themselves), besides its own and kube-system, kube-node-lease and kube-public, which it always keeps it out of.")
 	fs.BoolVar(&o.AllowWebhooks, "fence-allow-webhooks", false, "Let the syncer write admission webhook configurations through the fence (admission policies stay out of reach: Kubernetes exempts them from admission control).")
 	fs.BoolVar(&o.AllowEscalation, "fence-allow-escalation", false, "Let the syncer write ClusterRoleBindings, ClusterRoles that aggregate into others, and Roles and bindings that grant more than its executor holds (escalate and bind on roles and clusterroles).")
+	fs.StringSliceVar(&o.Allow, "fence-allow", nil, "Let the syncer write through the fence what it otherwise keeps it from, by name: resources that act on the whole cluster (as resource.group), a Service's externalIPs (service-external-ips), a CRD's conversion webhook (crd-conversion-webhooks), NetworkPolicies, ResourceQuotas and LimitRanges in namespaces the syncer did not make (policies-in-edge-namespaces). One of: "+strings.Join(wellknown.FenceAllowNames(), ", ")+".")
 	fs.BoolVar(&o.version, "version", false, "Print the version, git revision, Go version and platform, and exit.")
 	fs.BoolP("help", "h", false, "Print this help and exit.")
 	// Release-0.14 command lines keep working.
@@ -190,7 +192,7 @@ func (o *options) complete(fs *pflag.FlagSet) error {
 		return err
 	}
 	if !o.Fence {
-		for _, name := range []string{"fence-protected-namespaces", "fence-allow-webhooks", "fence-allow-escalation"} {
+		for _, name := range []string{"fence-protected-namespaces", "fence-allow-webhooks", "fence-allow-escalation", "fence-allow"} {
 			if fs.Changed(name) {
 				return fmt.Errorf("--%s needs --fence (see --help)", name)
 			}

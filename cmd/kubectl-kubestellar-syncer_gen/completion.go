@@ -63,7 +63,7 @@ func (o *options) registerCompletions(cmd *cobra.Command) {
 		}
 	}
 	must(cmd.RegisterFlagCompletionFunc("rbac", fixed(bootstrap.RBACBroad, bootstrap.RBACLeast)))
-	must(cmd.RegisterFlagCompletionFunc("signature-policy", fixed(string(signature.Off), string(signature.Warn), string(signature.Enforce))))
+	must(cmd.RegisterFlagCompletionFunc("signature-policy", fixed(string(signature.Off), string(signature.Warn), string(signature.Enforce), string(signature.Strict))))
 	must(cmd.RegisterFlagCompletionFunc("context", o.completeKubeconfig(func(c kubeconfigNames) []string { return c.contexts })))
 	must(cmd.RegisterFlagCompletionFunc("cluster", o.completeKubeconfig(func(c kubeconfigNames) []string { return c.clusters })))
 	must(cmd.RegisterFlagCompletionFunc("user", o.completeKubeconfig(func(c kubeconfigNames) []string { return c.users })))

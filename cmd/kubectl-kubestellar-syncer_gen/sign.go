@@ -23,6 +23,7 @@ const signName = "kubectl-kubestellar-sign"
 // signatures (--signature-policy), writing each object with the annotation edge.kubestellar.io/signature.
 func newSignCommand(name string, stdout io.Writer) *cobra.Command {
 	var file, key, out string
+	var claims signature.Claims
 	cmd := &cobra.Command{
 		Use:   name + " -f <manifest> --key <private key>",
 		Short: "Sign manifests for an edge that verifies what it applies",
@@ -31,26 +32,38 @@ func newSignCommand(name string, stdout io.Writer) *cobra.Command {
 Each object is written with the annotation edge.kubestellar.io/signature: the object as signed
 (less status, server-owned metadata and the syncer's own annotations and labels) and its
 signature. Apply the output to the mailbox as usual; a syncer run with --signature-policy=Enforce
-and the public key in --signature-keys applies exactly what was signed, and nothing changed since.`,
+and the public key in --signature-keys applies exactly what was signed, and nothing changed since.
+With --targets and --serial the signature also binds the sync targets it is for and its place in
+the object's history: a syncer applies it only at those targets and never below the serial it
+applied last (--signature-policy=Strict requires both).`,
 		Args:              cobra.NoArgs,
 		Annotations:       map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl kubestellar sign"},
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 		RunE: func(*cobra.Command, []string) error {
-			return sign(file, key, out, stdout)
+			var c *signature.Claims
+			if len(claims.Targets) > 0 || claims.Serial != 0 {
+				c = &claims
+			}
+			return sign(file, key, out, c, stdout)
 		},
 	}
 	cmd.Flags().StringVarP(&file, "filename", "f", "", `The manifest to sign ("-": standard input); YAML or JSON, several documents, Lists.`)
 	cmd.Flags().StringVar(&key, "key", "", "The ed25519 private key, PEM (PKCS #8).")
 	cmd.Flags().StringVarP(&out, "output", "o", "-", `Where to write the signed manifest ("-": standard output).`)
+	cmd.Flags().StringSliceVar(&claims.Targets, "targets", nil, "Sign for these sync targets only (their names): another site's syncer does not apply the objects.")
+	cmd.Flags().Int64Var(&claims.Serial, "serial", 0, "Sign as this version of each object (a positive number, higher for each new version, e.g. a release number or a time stamp): a syncer that applied a higher one refuses it (a rollback).")
 	return cmd
 }
 
 // sign signs every object of file with the key at keyPath and writes them to out.
-func sign(file, keyPath, out string, stdout io.Writer) error {
+func sign(file, keyPath, out string, claims *signature.Claims, stdout io.Writer) error {
 	if file == "" || keyPath == "" {
 		return errors.New("-f <manifest> and --key <private key> are required (see --help)")
+	}
+	if claims != nil && claims.Serial < 0 {
+		return errors.New("--serial must be positive")
 	}
 	pem, err := os.ReadFile(keyPath)
 	if err != nil {
@@ -81,7 +94,7 @@ func sign(file, keyPath, out string, stdout io.Writer) error {
 		if len(obj) == 0 {
 			continue // an empty document
 		}
-		if err := signObject(obj, key); err != nil {
+		if err := signObject(obj, key, claims); err != nil {
 			return fmt.Errorf("%s: document %d: %w", file, n+1, err)
 		}
 		data, err := yaml.Marshal(obj)
@@ -99,14 +112,14 @@ func sign(file, keyPath, out string, stdout io.Writer) error {
 }
 
 // signObject puts the signature annotation on obj, or on each item of a List.
-func signObject(obj map[string]interface{}, key ed25519.PrivateKey) error {
+func signObject(obj map[string]interface{}, key ed25519.PrivateKey, claims *signature.Claims) error {
 	if items, ok := obj["items"].([]interface{}); ok && obj["kind"] == "List" {
 		for i, item := range items {
 			m, ok := item.(map[string]interface{})
 			if !ok {
 				return fmt.Errorf("item %d is not an object", i)
 			}
-			if err := signObject(m, key); err != nil {
+			if err := signObject(m, key, claims); err != nil {
 				return fmt.Errorf("item %d: %w", i, err)
 			}
 		}
@@ -115,7 +128,7 @@ func signObject(obj map[string]interface{}, key ed25519.PrivateKey) error {
 	if obj["kind"] == nil || obj["apiVersion"] == nil {
 		return errors.New("not a Kubernetes object (no apiVersion or kind)")
 	}
-	value, err := signature.Sign(obj, key)
+	value, err := signature.SignWith(obj, key, claims)
 	if err != nil {
 		return err
 	}

@@ -55,11 +55,17 @@ func TestSign(t *testing.T) {
 	}
 	trusted := map[string]ed25519.PublicKey{signature.KeyID(pub): pub}
 	for _, call := range []struct {
-		argv0 string
-		args  []string
+		argv0  string
+		args   []string
+		expect signature.Expect // what verifies at the edge
+		not    signature.Expect // what does not (zero: anything verifies)
 	}{
-		{signName, []string{"-f", manifest, "--key", keyFile}},
-		{krewName, []string{"sign", "-f", manifest, "--key", keyFile}},
+		{argv0: signName, args: []string{"-f", manifest, "--key", keyFile}, expect: signature.Expect{Target: "any"}},
+		{argv0: krewName, args: []string{"sign", "-f", manifest, "--key", keyFile}, expect: signature.Expect{Target: "any"}},
+		{argv0: signName, args: []string{"-f", manifest, "--key", keyFile, "--targets", "florin,lyon", "--serial", "12"},
+			expect: signature.Expect{Target: "lyon", AppliedSerial: 12, RequireClaims: true}, not: signature.Expect{Target: "oslo"}},
+		{argv0: signName, args: []string{"-f", manifest, "--key", keyFile, "--serial", "12"},
+			expect: signature.Expect{Target: "oslo", AppliedSerial: 11}, not: signature.Expect{Target: "oslo", AppliedSerial: 13}},
 	} {
 		var out bytes.Buffer
 		if err := execute(context.Background(), call.argv0, call.args, &out, io.Discard); err != nil {
@@ -78,8 +84,11 @@ func TestSign(t *testing.T) {
 				items = list.Items
 			}
 			for i := range items {
-				if _, _, err := signature.Verify(&items[i], trusted); err != nil {
-					t.Errorf("%s %s: %v", items[i].GetKind(), items[i].GetName(), err)
+				if _, _, err := signature.Verify(&items[i], trusted, call.expect); err != nil {
+					t.Errorf("%v: %s %s: %v", call.args, items[i].GetKind(), items[i].GetName(), err)
+				}
+				if _, _, err := signature.Verify(&items[i], trusted, call.not); call.not != (signature.Expect{}) && err == nil {
+					t.Errorf("%v: %s %s verifies with %+v", call.args, items[i].GetKind(), items[i].GetName(), call.not)
 				}
 				names = append(names, items[i].GetKind()+"/"+items[i].GetName())
 			}

@@ -40,7 +40,7 @@ func TestSignatureKeysFlags(t *testing.T) {
 		{"Off", nil, ""},
 		{"Enforce", nil, "--signature-policy Enforce needs --signature-public-keys"},
 		{"Off", []string{good}, "--signature-public-keys needs --signature-policy Warn or Enforce"},
-		{"Strict", nil, `--signature-policy: "Strict" is not a signature policy`},
+		{"Lax", nil, `--signature-policy: "Lax" is not a signature policy`},
 		{"Warn", []string{good, bad}, "--signature-public-keys " + bad + ": no PEM PUBLIC KEY block"},
 	} {
 		o := newOptions()

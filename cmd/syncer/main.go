@@ -438,6 +438,7 @@ func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics
 		MailboxReleasesDeletions: opts.MailboxReleasesDeletions,
 		ProtectedNamespaces:      opts.ProtectedNamespaces,
 		FenceNamespace:           fenceNS,
+		FenceAllow:               opts.FenceAllow,
 		FenceWrites:              writes,
 		UpsyncSecrets:            opts.UpsyncSecrets,
 		ConfigSelector:           opts.SyncerConfigSelector,

@@ -83,9 +83,9 @@ type Options struct {
 	// verifies with (held at the edge in a Secret of the manifest).
 	SignaturePolicy string
 	SignatureKeys   []byte
-	// Fence, with ProtectedNamespaces, AllowWebhooks and AllowEscalation: the edge owner's (Fence).
+	// Fence, with ProtectedNamespaces, AllowWebhooks, AllowEscalation and Allow: the edge owner's (Fence).
 	Fence, AllowWebhooks, AllowEscalation bool
-	ProtectedNamespaces                   []string
+	ProtectedNamespaces, Allow            []string
 }
 
 // Validate reports every problem with the options at once.

@@ -40,6 +40,9 @@ type Fence struct {
 	// AllowEscalation lets the executor write ClusterRoleBindings and aggregated ClusterRoles (its
 	// rules then hold escalate and bind too: EscalationRules).
 	AllowEscalation bool
+	// Allow are the edge owner's named opt-ins: resources of wellknown.Fenced (resource.group), and
+	// wellknown.FenceOptIns.
+	Allow []string
 }
 
 // ExecutorSuffix names the executor ServiceAccount, its ClusterRole and ClusterRoleBinding, and the
@@ -71,7 +74,8 @@ func (o Options) edgeRules(configs []*edgev1.SyncerConfig) ([]rbacv1.PolicyRule,
 	if o.AllowEscalation {
 		executor = append(executor, EscalationRules()...)
 	}
-	return own, &Fence{ExecutorRules: executor, ProtectedNamespaces: o.ProtectedNamespaces, AllowWebhooks: o.AllowWebhooks, AllowEscalation: o.AllowEscalation}
+	return own, &Fence{ExecutorRules: executor, ProtectedNamespaces: o.ProtectedNamespaces, AllowWebhooks: o.AllowWebhooks, AllowEscalation: o.AllowEscalation,
+		Allow: o.Allow}
 }
 
 // fenceProblems are what is wrong with the fence's options.
@@ -82,7 +86,22 @@ func (o *Options) fenceProblems() []string {
 			errs = append(errs, fmt.Sprintf("--fence-protected-namespaces: %q is not a namespace name: %s", ns, strings.Join(msgs, "; ")))
 		}
 	}
+	if err := wellknown.CheckFenceAllow(o.Allow); err != nil {
+		errs = append(errs, "--fence-allow: "+err.Error())
+	}
 	return errs
+}
+
+// fencedResources are the fenced resources the edge owner did not allow, as the policy names them
+// (group/resource).
+func (f Fence) fencedResources() []string {
+	var out []string
+	for _, gr := range wellknown.Fenced() {
+		if !slices.Contains(f.Allow, gr.String()) {
+			out = append(out, gr.Group+"/"+gr.Resource)
+		}
+	}
+	return out
 }
 
 // protectedNamespaces are the syncer's namespace and the fence's, sorted, once each.
@@ -143,6 +162,42 @@ func (e Edge) fenceObjects() []runtime.Object {
 	}
 }
 
+// requestResource is the request's resource as the policy names fenced ones (group/resource).
+const requestResource = `(request.resource.group + "/" + request.resource.resource)`
+
+// clusterWide are the validations that keep the executor from what acts beyond the objects it
+// writes, unless allowed: the fenced resources (deleting what it wrote stays allowed), a Service's
+// externalIPs, a CRD's conversion webhook, and policies in the namespaces it did not make.
+func (f Fence) clusterWide(forbidden *metav1.StatusReason) []admissionregistrationv1.Validation {
+	var out []admissionregistrationv1.Validation
+	if fenced := f.fencedResources(); len(fenced) > 0 {
+		out = append(out, admissionregistrationv1.Validation{Reason: forbidden,
+			Expression:        `request.operation == "DELETE" || !(` + requestResource + ` in ` + celStrings(fenced) + `)`,
+			MessageExpression: `"the edge owner's fence keeps the syncer from writing " + request.resource.resource + " (they act on the whole cluster; the edge owner may allow them by name)"`})
+	}
+	if !slices.Contains(f.Allow, wellknown.AllowExternalIPs) {
+		out = append(out, admissionregistrationv1.Validation{Reason: forbidden,
+			Expression: `!(request.resource.group == "" && request.resource.resource == "services" && object != null && has(object.spec.externalIPs) && size(object.spec.externalIPs) > 0)`,
+			Message:    "the edge owner's fence keeps the syncer from setting a Service's externalIPs (" + wellknown.AllowExternalIPs + ")"})
+	}
+	if !slices.Contains(f.Allow, wellknown.AllowConversionWebhooks) {
+		out = append(out, admissionregistrationv1.Validation{Reason: forbidden,
+			Expression: `!(request.resource.group == "apiextensions.k8s.io" && request.resource.resource == "customresourcedefinitions" && object != null && has(object.spec.conversion) && has(object.spec.conversion.strategy) && object.spec.conversion.strategy == "Webhook")`,
+			Message:    "the edge owner's fence keeps the syncer from giving a CustomResourceDefinition a conversion webhook (" + wellknown.AllowConversionWebhooks + ")"})
+	}
+	if !slices.Contains(f.Allow, wellknown.AllowPoliciesInEdgesOwn) {
+		var policies []string
+		for _, gr := range wellknown.PoliciesInNamespaces() {
+			policies = append(policies, gr.Group+"/"+gr.Resource)
+		}
+		out = append(out, admissionregistrationv1.Validation{Reason: forbidden,
+			Expression: `request.operation == "DELETE" || !(` + requestResource + ` in ` + celStrings(policies) + `) || ` +
+				`(namespaceObject != null && has(namespaceObject.metadata.annotations) && "` + mapping.DownsyncedAnnotation + `" in namespaceObject.metadata.annotations)`,
+			MessageExpression: `"the edge owner's fence keeps the syncer from writing " + request.resource.resource + " in namespace " + request.namespace + ", which it did not make (` + wellknown.AllowPoliciesInEdgesOwn + `)"`})
+	}
+	return out
+}
+
 // fencePolicy denies the executor's writes in the protected namespaces, to the Namespaces
 // themselves and, unless allowed, to ClusterRoleBindings, aggregated ClusterRoles and admission
 // webhooks. It matches only the executor's requests, subresources included. A cluster-scoped request
@@ -170,6 +225,7 @@ func (e Edge) fencePolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 		// A namespace's Pod Security labels override the cluster's defaults: the edge owner's to set.
 		admissionregistrationv1.Validation{Expression: podSecurityUnchanged, Reason: forbidden,
 			Message: "the edge owner's fence keeps the syncer from setting, changing or removing a namespace's pod-security.kubernetes.io labels"})
+	validations = append(validations, e.Fence.clusterWide(forbidden)...)
 	if !e.Fence.AllowEscalation {
 		// Bound to a ServiceAccount of another namespace, what the executor holds would be a Pod's
 		// there, which the policy does not match; aggregated into others' roles, theirs.

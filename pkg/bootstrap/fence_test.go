@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	edgev1 "github.com/kubestellar/syncer/pkg/apis/edge/v2alpha1"
+	"github.com/kubestellar/syncer/pkg/wellknown"
 )
 
 // fenceParts are the fence's objects among a manifest's, and the syncer's --executor argument.
@@ -39,6 +40,15 @@ func find[T interface {
 		}
 	}
 	return none
+}
+
+func mustObjects(t *testing.T, e Edge) []runtime.Object {
+	t.Helper()
+	objs, err := e.Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
 }
 
 func partsOf(t *testing.T, e Edge) fenceParts {
@@ -125,11 +135,43 @@ func TestFenceObjects(t *testing.T) {
 		t.Errorf("matched resources %v: want subresources too", spec.MatchConstraints.ResourceRules[0].Resources)
 	}
 
-	e.Fence.AllowWebhooks, e.Fence.AllowEscalation = true, true
-	for _, v := range partsOf(t, e).policy.Spec.Validations {
-		if strings.Contains(v.Expression, "admissionregistration") || strings.Contains(v.Expression, "rbac.authorization.k8s.io") {
-			t.Errorf("webhooks and escalation allowed, yet %s", v.Expression)
+	// What acts on the whole cluster, each unless allowed by name.
+	fencedRes := func(exprs []string) string {
+		for _, x := range exprs {
+			if strings.Contains(x, `"scheduling.k8s.io/priorityclasses"`) || strings.Contains(x, `"storage.k8s.io/storageclasses"`) {
+				return x
+			}
 		}
+		return ""
+	}
+	x := fencedRes(exprs)
+	for _, gr := range wellknown.Fenced() {
+		if !strings.Contains(x, `"`+gr.Group+"/"+gr.Resource+`"`) {
+			t.Errorf("%s not fenced: %s", gr, x)
+		}
+	}
+	for _, want := range []string{"object.spec.externalIPs", "object.spec.conversion.strategy", "namespaceObject.metadata.annotations"} {
+		if !slices.ContainsFunc(exprs, func(x string) bool { return strings.Contains(x, want) }) {
+			t.Errorf("no validation of %s among %q", want, exprs)
+		}
+	}
+
+	e.Fence.AllowWebhooks, e.Fence.AllowEscalation = true, true
+	e.Fence.Allow = []string{"storageclasses.storage.k8s.io", wellknown.AllowExternalIPs, wellknown.AllowConversionWebhooks, wellknown.AllowPoliciesInEdgesOwn}
+	allowed := partsOf(t, e)
+	var allowedExprs []string
+	for _, v := range allowed.policy.Spec.Validations {
+		if strings.Contains(v.Expression, "admissionregistration") || strings.Contains(v.Expression, "rbac.authorization.k8s.io") ||
+			strings.Contains(v.Expression, "externalIPs") || strings.Contains(v.Expression, "conversion") || strings.Contains(v.Expression, "namespaceObject") {
+			t.Errorf("webhooks, escalation and opt-ins allowed, yet %s", v.Expression)
+		}
+		allowedExprs = append(allowedExprs, v.Expression)
+	}
+	if x := fencedRes(allowedExprs); strings.Contains(x, "storageclasses") || !strings.Contains(x, "priorityclasses") {
+		t.Errorf("storage classes allowed: %s", x)
+	}
+	if args := find[*appsv1.Deployment](mustObjects(t, e), "").Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--fence-allow="+strings.Join(e.Fence.Allow, ",")) {
+		t.Errorf("the syncer is not told what is allowed: %v", args)
 	}
 
 	e.Fence = nil
@@ -138,8 +180,9 @@ func TestFenceObjects(t *testing.T) {
 	}
 }
 
-// TestFencedRules: fenced, the syncer's own rules read (and record Events) and the executor's
-// write, in both RBAC modes; neither may escalate or bind unless allowed, nor impersonate.
+// TestFencedRules: fenced, the syncer's own rules list and watch (no get: through "*", get
+// nodes/proxy is exec on every kubelet) and record Events, and the executor's write, in both RBAC
+// modes; neither may escalate or bind unless allowed, nor impersonate.
 func TestFencedRules(t *testing.T) {
 	configs := []*edgev1.SyncerConfig{{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: edgev1.SyncerConfigSpec{
 		NamespaceScope: edgev1.NamespaceScopeDownsyncs{Namespaces: []string{"app"}, Resources: []edgev1.NamespaceScopeDownsyncResource{
@@ -149,7 +192,7 @@ func TestFencedRules(t *testing.T) {
 		o.RBAC = mode
 		own, fence := o.edgeRules(configs)
 		for _, r := range own {
-			if slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" }) &&
+			if slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "list" && v != "watch" }) &&
 				!(slices.Equal(r.Resources, []string{"events"}) && slices.Equal(r.APIGroups, []string{""})) {
 				t.Errorf("%s: the syncer's own rules write: %v", mode, r)
 			}
@@ -181,6 +224,11 @@ func TestFenceOptions(t *testing.T) {
 	o.Name, o.Image = "florin", "img"
 	o.ProtectedNamespaces = []string{"kube-system", "Bad_Name"}
 	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), `--fence-protected-namespaces: "Bad_Name" is not a namespace name`) {
+		t.Errorf("error %v", err)
+	}
+	o.ProtectedNamespaces = nil
+	o.Allow = []string{"priorityclasses.scheduling.k8s.io", "pods", "externalips"}
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), `--fence-allow: "pods", "externalips": neither a fenced resource nor an opt-in`) {
 		t.Errorf("error %v", err)
 	}
 }

@@ -64,7 +64,7 @@ func (e Edge) HelmValues() ([]byte, error) {
 	}
 	if e.Fence != nil {
 		values["fence"] = map[string]interface{}{"executorRules": e.Fence.ExecutorRules, "protectedNamespaces": e.Fence.ProtectedNamespaces,
-			"allowWebhooks": e.Fence.AllowWebhooks, "allowEscalation": e.Fence.AllowEscalation}
+			"allowWebhooks": e.Fence.AllowWebhooks, "allowEscalation": e.Fence.AllowEscalation, "allow": e.Fence.Allow}
 	} else {
 		// Rules are everything the syncer does, writes included.
 		values["fence"] = map[string]interface{}{"enabled": false, "executorRules": []interface{}{}}

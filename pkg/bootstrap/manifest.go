@@ -123,6 +123,10 @@ func (e Edge) SyncerArgs() []string {
 			// Kept to the edge for reads too: nothing in them is upsynced.
 			args = append(args, "--protected-namespaces="+strings.Join(e.Fence.ProtectedNamespaces, ","))
 		}
+		if len(e.Fence.Allow) > 0 {
+			// The syncer leaves out of its selection the fenced resources not allowed.
+			args = append(args, "--fence-allow="+strings.Join(e.Fence.Allow, ","))
+		}
 	}
 	if e.verifies() {
 		args = append(args, "--signature-policy="+e.SignaturePolicy, "--signature-keys="+SignatureKeysMount)

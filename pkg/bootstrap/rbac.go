@@ -23,7 +23,12 @@ const (
 )
 
 var (
-	readVerbs  = []string{"get", "list", "watch"}
+	readVerbs = []string{"get", "list", "watch"}
+	// watchVerbs are what a fenced syncer reads the edge with as itself: its informers list and
+	// watch, and every GET goes through its executor (held by the fence, which denies CONNECT). No
+	// get: RBAC's "*" covers subresources, and get on nodes/proxy is exec on every node's kubelet,
+	// which no admission policy sees.
+	watchVerbs = []string{"list", "watch"}
 	writeVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 )
 
@@ -208,29 +213,29 @@ func edgeRules(mode string, configs []*edgev1.SyncerConfig) (own, writes resourc
 	own, writes = resourceSet{}, resourceSet{}
 	own.add("", "events", "create", "patch") // Events on edge copies for the technician (a pause, a drift held)
 	if mode == RBACBroad {
-		own.add("*", "*", readVerbs...)
+		own.add("*", "*", watchVerbs...)
 		writes.add("*", "*", writeVerbs...)
 		return own, writes
 	}
 	// Always watched: CRDs (to notice APIs) and namespaces (objects wait for theirs); Events, Pods
 	// and ReplicaSets for the warnings told upstream (--edge-warnings); HorizontalPodAutoscalers, whose
 	// targets' replicas are theirs.
-	own.add("apiextensions.k8s.io", "customresourcedefinitions", readVerbs...)
-	own.add("", "namespaces", readVerbs...)
-	own.add("", "events", readVerbs...)
-	own.add("", "pods", readVerbs...)
-	own.add("apps", "replicasets", readVerbs...)
-	own.add("autoscaling", "horizontalpodautoscalers", readVerbs...)
+	own.add("apiextensions.k8s.io", "customresourcedefinitions", watchVerbs...)
+	own.add("", "namespaces", watchVerbs...)
+	own.add("", "events", watchVerbs...)
+	own.add("", "pods", watchVerbs...)
+	own.add("apps", "replicasets", watchVerbs...)
+	own.add("autoscaling", "horizontalpodautoscalers", watchVerbs...)
 	sel := selected(configs)
 	for _, r := range sel.downDown {
-		own.add(r[0], r[1], readVerbs...)
+		own.add(r[0], r[1], watchVerbs...)
 		writes.add(r[0], r[1], writeVerbs...)
 	}
 	if len(sel.downDown) > 0 {
 		writes.add("", "namespaces", writeVerbs...) // the namespaces of namespaced objects
 	}
 	for _, r := range sel.upDown {
-		own.add(r[0], r[1], readVerbs...)
+		own.add(r[0], r[1], watchVerbs...)
 	}
 	return own, writes
 }

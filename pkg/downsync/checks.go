@@ -113,7 +113,7 @@ func (c *Controller) sizeGate(ctx context.Context, in *input) gate.Verdict {
 // signatureGate replaces the object with what was signed, or withholds it (Enforce); its next change
 // brings the key back.
 func (c *Controller) signatureGate(ctx context.Context, in *input) gate.Verdict {
-	up, ok := c.verified(ctx, in.key, in.up, in.r.Rename != nil)
+	up, ok := c.verified(ctx, in.key, in.up, in.down, in.r.Rename != nil)
 	if !ok {
 		return gate.Stop(0, nil)
 	}

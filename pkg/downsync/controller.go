@@ -144,8 +144,8 @@ type Config struct {
 // Signatures verifies upstream objects against the keys the edge trusts (package signature).
 type Signatures interface {
 	// Verify returns the object to apply (the signed manifest), the key's id, or why it does not
-	// verify.
-	Verify(obj *unstructured.Unstructured) (*unstructured.Unstructured, string, error)
+	// verify at sync target target, whose copy there records appliedSerial (signature.AppliedSerial).
+	Verify(obj *unstructured.Unstructured, target string, appliedSerial int64) (*unstructured.Unstructured, string, error)
 	// Enforce tells whether an object that does not verify is left unwritten (else written, and said).
 	Enforce() bool
 }

@@ -159,7 +159,7 @@ type fixedSignatures struct {
 	enforce bool
 }
 
-func (f fixedSignatures) Verify(*unstructured.Unstructured) (*unstructured.Unstructured, string, error) {
+func (f fixedSignatures) Verify(*unstructured.Unstructured, string, int64) (*unstructured.Unstructured, string, error) {
 	return f.signed, "k", f.err
 }
 func (f fixedSignatures) Enforce() bool { return f.enforce }

@@ -12,6 +12,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/framework"
 	"github.com/kubestellar/syncer/pkg/logging"
 	"github.com/kubestellar/syncer/pkg/metrics"
+	"github.com/kubestellar/syncer/pkg/signature"
 )
 
 // SignatureInvalid is the reason of the Warning Event on an upstream object that does not verify.
@@ -24,15 +25,17 @@ var errRenamed = errors.New("a conversion of a SyncerConfig renames it, and conv
 // it verifies. One that does not verify is not written under Enforce (ok false: the edge keeps the
 // version it has, the last verified), and written as it is under Warn; either way it is said once
 // per reason: a Warning Event on it, a log line at level 0, a failure in ObjectsSynced (Enforce).
+// A signature whose claims name other sync targets, or a serial lower than the edge copy's, does not
+// verify either (a replay of another site's object, a rollback).
 // An object a conversion renames does not verify either: conversions come from the mailbox's
 // SyncerConfigs, which are not signed, and would write the signed content under another name or kind.
-func (c *Controller) verified(ctx context.Context, key framework.Key, upObj *unstructured.Unstructured, renamed bool) (*unstructured.Unstructured, bool) {
+func (c *Controller) verified(ctx context.Context, key framework.Key, upObj, edgeCopy *unstructured.Unstructured, renamed bool) (*unstructured.Unstructured, bool) {
 	v := c.cfg.Signatures
 	if v == nil {
 		c.withheld.Clear(key) // no longer too large, if it was
 		return upObj, true
 	}
-	signed, keyID, err := v.Verify(upObj)
+	signed, keyID, err := v.Verify(upObj, c.cfg.SyncTargetName, signature.AppliedSerial(edgeCopy))
 	if err == nil && renamed {
 		err = errRenamed
 	}

@@ -36,6 +36,9 @@ const (
 	// object is deleted or leaves the selection. The syncer sets it when every config selecting the
 	// object has propagateDeletion false; set on an upstream object, it is copied and acts alike.
 	PropagateDeletionAnnotation = "edge.kubestellar.io/propagate-deletion"
+	// SignedSerialAnnotation records on an edge copy the serial of the signature it was applied
+	// from (package signature's claims): a lower one is refused as a rollback.
+	SignedSerialAnnotation = "edge.kubestellar.io/signed-serial"
 )
 
 // KeepOnDelete tells whether a downstream object stays when its upstream object goes.

@@ -315,6 +315,16 @@ func (s *Selection) Mentions(gr schema.GroupResource, kind string) bool {
 	return direct || any || (kind != "" && byKind)
 }
 
+// Names tells whether an entry names gr, by its resource or its kind (not by "*").
+func (s *Selection) Names(gr schema.GroupResource, kind string) bool {
+	if s == nil {
+		return false
+	}
+	_, direct := s.rules.byResource[gr]
+	_, byKind := s.rules.byKind[schema.GroupKind{Group: gr.Group, Kind: kind}]
+	return direct || (kind != "" && byKind)
+}
+
 // NamespacesOf tells which namespaces the selection may select objects of a namespaced resource in
 // (whose objects are of kind, "" when unknown): those that the namespaceScope and namespacedObjects
 // entries selecting it (by its resource, by "*" in its group, or by its kind) name, sorted; all is

@@ -15,7 +15,7 @@ func BenchmarkVerify(b *testing.B) {
 	keys := map[string]ed25519.PublicKey{KeyID(pub): pub}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := Verify(obj, keys); err != nil {
+		if _, _, err := Verify(obj, keys, Expect{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -9,6 +9,11 @@
 // adds do not break it, while a signed field changed, or a list grown, does. What is applied is then
 // the signed manifest, never a field the signer did not sign.
 //
-// The policy (Off, Warn, Enforce) and the keys are set at the edge only, never by the mailbox.
+// A signature may carry claims, signed with the manifest: the sync targets it is for, and a serial
+// ordering the object's signed versions. The edge applies it only at those targets, records the
+// serial on its copy and refuses a lower one (a rollback); Strict requires both claims.
+//
+// The policy (Off, Warn, Enforce, Strict) and the keys are set at the edge only, never by the
+// mailbox. A key file that stops parsing trusts no key until it parses again (fail closed).
 // The package decides nothing about syncing: downsync asks it, and says what it answered.
 package signature

@@ -1,6 +1,7 @@
 package signature
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/x509"
 	"encoding/pem"
@@ -27,16 +28,20 @@ const (
 	Warn Policy = "Warn"
 	// Enforce does not write it: the edge keeps the last verified version.
 	Enforce Policy = "Enforce"
+	// Strict is Enforce, and every signature must carry claims naming the edge's sync target and a
+	// serial (kubectl kubestellar sign --targets --serial): another site's signed object, or an
+	// older signed version, is not applied.
+	Strict Policy = "Strict"
 )
 
 // ParsePolicy reads a policy's name.
 func ParsePolicy(s string) (Policy, error) {
-	for _, p := range []Policy{Off, Warn, Enforce} {
+	for _, p := range []Policy{Off, Warn, Enforce, Strict} {
 		if strings.EqualFold(s, string(p)) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%q is not a signature policy (Off, Warn or Enforce)", s)
+	return "", fmt.Errorf("%q is not a signature policy (Off, Warn, Enforce or Strict)", s)
 }
 
 // recheck is how often the key files are looked at for a change.
@@ -77,16 +82,17 @@ func NewTrust(logger klog.Logger, policy Policy, paths []string) (*Trust, error)
 }
 
 // Enforce tells whether an object that does not verify is left unwritten.
-func (t *Trust) Enforce() bool { return t.policy == Enforce }
+func (t *Trust) Enforce() bool { return t.policy == Enforce || t.policy == Strict }
 
-// Verify verifies obj against the keys trusted now (see the package's Verify).
-func (t *Trust) Verify(obj *unstructured.Unstructured) (*unstructured.Unstructured, string, error) {
-	return Verify(obj, t.current())
+// Verify verifies obj, applied at the sync target target whose copy there records appliedSerial,
+// against the keys trusted now (see the package's Verify).
+func (t *Trust) Verify(obj *unstructured.Unstructured, target string, appliedSerial int64) (*unstructured.Unstructured, string, error) {
+	return Verify(obj, t.current(), Expect{Target: target, AppliedSerial: appliedSerial, RequireClaims: t.policy == Strict})
 }
 
 // current is the trusted keys, read again when the files changed (looked at every recheck). Files
-// left without any key trust nothing (a revocation); a key file that cannot be read or parsed keeps
-// the keys read before, and says so.
+// left without any key trust nothing (a revocation); so does a key file that cannot be read or
+// parsed, failing closed (the edit may be the revocation of a key), until the files read again.
 func (t *Trust) current() map[string]ed25519.PublicKey {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -104,7 +110,8 @@ func (t *Trust) current() map[string]ed25519.PublicKey {
 			t.keys = map[string]ed25519.PublicKey{}
 			t.logger.Error(err, "No signature key left in --signature-keys: trusting no key")
 		case err != nil:
-			t.logger.Error(err, "Could not read the signature keys again; keeping the keys read before", "keys", len(t.keys))
+			t.keys = map[string]ed25519.PublicKey{}
+			t.logger.Error(err, "Could not read the signature keys again: trusting no key until they read", "paths", t.paths)
 		default:
 			t.logger.Info("Signature keys read again", "keyIDs", ids(t.keys))
 		}
@@ -197,6 +204,10 @@ func parseKeys(data []byte, keys map[string]ed25519.PublicKey) error {
 		var block *pem.Block
 		block, data = pem.Decode(data)
 		if block == nil {
+			if found && len(bytes.TrimSpace(data)) > 0 {
+				// A block that does not decode (an edit gone wrong) is no key dropped quietly.
+				return errors.New("text after the last PEM block that is not one")
+			}
 			break
 		}
 		if block.Type != "PUBLIC KEY" {

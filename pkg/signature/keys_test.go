@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -40,10 +41,10 @@ func TestTrustReadsAndRotates(t *testing.T) {
 	}
 	now := time.Now()
 	trust.now = func() time.Time { return now }
-	if _, _, err := trust.Verify(stored(t, priv1)); err != nil || !trust.Enforce() {
+	if _, _, err := trust.Verify(stored(t, priv1), "florin", 0); err != nil || !trust.Enforce() {
 		t.Fatalf("the first key: %v", err)
 	}
-	if _, _, err := trust.Verify(stored(t, priv2)); err == nil {
+	if _, _, err := trust.Verify(stored(t, priv2), "florin", 0); err == nil {
 		t.Fatal("a key not yet trusted verified")
 	}
 	// Rotation: the new key added beside the old one, then the old one removed.
@@ -52,7 +53,7 @@ func TestTrustReadsAndRotates(t *testing.T) {
 	}
 	now = now.Add(recheck)
 	for _, k := range []ed25519.PrivateKey{priv1, priv2} {
-		if _, _, err := trust.Verify(stored(t, k)); err != nil {
+		if _, _, err := trust.Verify(stored(t, k), "florin", 0); err != nil {
 			t.Errorf("during rotation: %v", err)
 		}
 	}
@@ -60,7 +61,7 @@ func TestTrustReadsAndRotates(t *testing.T) {
 		t.Fatal(err)
 	}
 	now = now.Add(recheck)
-	if _, _, err := trust.Verify(stored(t, priv1)); err == nil {
+	if _, _, err := trust.Verify(stored(t, priv1), "florin", 0); err == nil {
 		t.Error("a removed key still verifies")
 	}
 	// Every key removed: nothing is trusted any more (a revocation), said in the log.
@@ -68,7 +69,7 @@ func TestTrustReadsAndRotates(t *testing.T) {
 		t.Fatal(err)
 	}
 	now = now.Add(recheck)
-	if _, _, err := trust.Verify(stored(t, priv2)); err == nil {
+	if _, _, err := trust.Verify(stored(t, priv2), "florin", 0); err == nil {
 		t.Error("with every key file removed, a signature still verifies")
 	}
 	if _, err := NewTrust(ktesting.NewLogger(t, ktesting.DefaultConfig), Enforce, []string{t.TempDir()}); err == nil {
@@ -77,8 +78,52 @@ func TestTrustReadsAndRotates(t *testing.T) {
 	if p, err := ParsePolicy("enforce"); err != nil || p != Enforce {
 		t.Errorf("ParsePolicy(enforce) = %v, %v", p, err)
 	}
-	if _, err := ParsePolicy("Strict"); err == nil {
-		t.Error("ParsePolicy(Strict) accepted")
+	if p, err := ParsePolicy("strict"); err != nil || p != Strict {
+		t.Errorf("ParsePolicy(strict) = %v, %v", p, err)
+	}
+	if _, err := ParsePolicy("Lax"); err == nil {
+		t.Error("ParsePolicy(Lax) accepted")
+	}
+}
+
+// TestTrustFailsClosed: a key file edited into one that does not parse trusts no key (the edit may be
+// a revocation) until it parses again; Strict enforces.
+func TestTrustFailsClosed(t *testing.T) {
+	dir := t.TempDir()
+	pub1, priv1 := newKey(t)
+	file := filepath.Join(dir, "keys.pub")
+	if err := os.WriteFile(file, pemPublic(t, pub1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	trust, err := NewTrust(ktesting.NewLogger(t, ktesting.DefaultConfig), Strict, []string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !trust.Enforce() {
+		t.Error("Strict does not enforce")
+	}
+	now := time.Now()
+	trust.now = func() time.Time { return now }
+	if _, _, err := trust.Verify(stored(t, priv1), "florin", 0); !errors.Is(err, ErrNoClaims) {
+		t.Errorf("Strict, without claims: %v, want %v", err, ErrNoClaims)
+	}
+	claimed := storedWith(t, priv1, &Claims{Targets: []string{"florin"}, Serial: 3})
+	if _, _, err := trust.Verify(claimed, "florin", 0); err != nil {
+		t.Fatalf("Strict, with claims: %v", err)
+	}
+	if err := os.WriteFile(file, append(pemPublic(t, pub1), []byte("-----BEGIN PUBLIC KEY-----\nnot base64\n-----END PUBLIC KEY-----\n")...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(recheck)
+	if _, _, err := trust.Verify(claimed, "florin", 0); err == nil {
+		t.Error("a key file that does not parse kept the keys read before")
+	}
+	if err := os.WriteFile(file, pemPublic(t, pub1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(recheck)
+	if _, _, err := trust.Verify(claimed, "florin", 0); err != nil {
+		t.Errorf("the key file parses again: %v", err)
 	}
 }
 

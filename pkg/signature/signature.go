@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,6 +34,25 @@ type Signed struct {
 	Signature string `json:"signature"`
 	// Manifest is the object as signed.
 	Manifest map[string]interface{} `json:"manifest"`
+	// Claims, if set, are signed with the manifest: where and in which order it may be applied.
+	Claims *Claims `json:"claims,omitempty"`
+}
+
+// Claims bind a signed object to where and in which order it may be applied.
+type Claims struct {
+	// Targets are the sync targets it is for (their names); empty: any.
+	Targets []string `json:"targets,omitempty"`
+	// Serial orders the signed versions of one object: an edge keeps the highest it applied on its
+	// copy (mapping.SignedSerialAnnotation) and refuses a lower one (a rollback). 0: none.
+	Serial int64 `json:"serial,omitempty"`
+}
+
+// Expect is what the edge requires of a signature besides its key: the sync target it is applied at,
+// the serial it applied last (0: none), and whether claims of both are required (Strict).
+type Expect struct {
+	Target        string
+	AppliedSerial int64
+	RequireClaims bool
 }
 
 // Errors verification returns (wrapped with detail).
@@ -42,6 +63,9 @@ var (
 	ErrChanged     = errors.New("the object differs from what was signed")
 	ErrMalformed   = errors.New("malformed signature annotation")
 	ErrOtherObject = errors.New("the signature is for another object")
+	ErrOtherTarget = errors.New("signed for other sync targets")
+	ErrRolledBack  = errors.New("signed with a lower serial than the edge applied (a rollback)")
+	ErrNoClaims    = errors.New("signed without the claims the edge requires (targets and serial)")
 )
 
 // KeyID is a public key's id: the first 16 hex digits of the SHA-256 of the key.
@@ -107,20 +131,56 @@ func Canonical(manifest map[string]interface{}) ([]byte, error) {
 
 // Sign signs obj's manifest with key and returns the annotation's value.
 func Sign(obj map[string]interface{}, key ed25519.PrivateKey) (string, error) {
-	m := Manifest(obj)
-	data, err := Canonical(m)
+	return SignWith(obj, key, nil)
+}
+
+// SignWith signs obj's manifest and the claims (none when nil) with key and returns the annotation's
+// value.
+func SignWith(obj map[string]interface{}, key ed25519.PrivateKey, claims *Claims) (string, error) {
+	s := Signed{Manifest: Manifest(obj), Claims: claims}
+	data, err := s.signedData()
 	if err != nil {
 		return "", err
 	}
 	pub, _ := key.Public().(ed25519.PublicKey)
-	v, err := json.Marshal(Signed{KeyID: KeyID(pub), Signature: base64.StdEncoding.EncodeToString(ed25519.Sign(key, data)), Manifest: m})
+	s.KeyID, s.Signature = KeyID(pub), base64.StdEncoding.EncodeToString(ed25519.Sign(key, data))
+	v, err := json.Marshal(s)
 	return string(v), err
 }
 
-// Verify checks obj's signature against keys and obj against the signed manifest, and returns the
-// object to apply: the signed manifest, with the metadata the signature leaves out (a server's, the
-// syncer's domain) taken from obj, and its status. The key's id comes with it.
-func Verify(obj *unstructured.Unstructured, keys map[string]ed25519.PublicKey) (*unstructured.Unstructured, string, error) {
+// signedData is what the signature is over: the manifest's canonical JSON, or with claims, that of
+// both (so that a signature without claims stays what it was).
+func (s Signed) signedData() ([]byte, error) {
+	if s.Claims == nil {
+		return Canonical(s.Manifest)
+	}
+	return json.Marshal(map[string]interface{}{"claims": s.Claims, "manifest": s.Manifest})
+}
+
+// check holds the claims to what the edge expects.
+func (c *Claims) check(expect Expect) error {
+	if c == nil || len(c.Targets) == 0 || c.Serial <= 0 {
+		if expect.RequireClaims {
+			return ErrNoClaims
+		}
+	}
+	if c == nil {
+		return nil
+	}
+	if len(c.Targets) > 0 && !slices.Contains(c.Targets, expect.Target) {
+		return fmt.Errorf("%w (%s), not %s", ErrOtherTarget, strings.Join(c.Targets, ", "), expect.Target)
+	}
+	if c.Serial < expect.AppliedSerial {
+		return fmt.Errorf("%w: serial %d, applied %d", ErrRolledBack, c.Serial, expect.AppliedSerial)
+	}
+	return nil
+}
+
+// Verify checks obj's signature against keys, its claims against expect and obj against the signed
+// manifest, and returns the object to apply: the signed manifest, with the metadata the signature
+// leaves out (a server's, the syncer's domain) taken from obj, its status, and the serial signed
+// (mapping.SignedSerialAnnotation). The key's id comes with it.
+func Verify(obj *unstructured.Unstructured, keys map[string]ed25519.PublicKey, expect Expect) (*unstructured.Unstructured, string, error) {
 	value, ok := obj.GetAnnotations()[Annotation]
 	if !ok {
 		return nil, "", fmt.Errorf("%w (no %s annotation)", ErrUnsigned, Annotation)
@@ -140,7 +200,7 @@ func Verify(obj *unstructured.Unstructured, keys map[string]ed25519.PublicKey) (
 	if err != nil {
 		return nil, s.KeyID, fmt.Errorf("%w: signature: %w", ErrMalformed, err)
 	}
-	data, err := Canonical(s.Manifest)
+	data, err := s.signedData()
 	if err != nil {
 		return nil, s.KeyID, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
@@ -150,11 +210,32 @@ func Verify(obj *unstructured.Unstructured, keys map[string]ed25519.PublicKey) (
 	if err := sameIdentity(s.Manifest, obj); err != nil {
 		return nil, s.KeyID, err
 	}
+	if err := s.Claims.check(expect); err != nil {
+		return nil, s.KeyID, err
+	}
 	// Values the apiserver drops when storing match an absent field: the manifest applied keeps them.
 	if path, ok := mapping.FirstDifference(s.Manifest, Manifest(obj.Object), mapping.Dropped); !ok {
 		return nil, s.KeyID, fmt.Errorf("%w at %s", ErrChanged, path)
 	}
-	return applied(obj, s.Manifest), s.KeyID, nil
+	out := applied(obj, s.Manifest)
+	if s.Claims != nil && s.Claims.Serial > 0 {
+		ann := out.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[mapping.SignedSerialAnnotation] = strconv.FormatInt(s.Claims.Serial, 10)
+		out.SetAnnotations(ann)
+	}
+	return out, s.KeyID, nil
+}
+
+// AppliedSerial is the serial the edge copy records as applied (0: none).
+func AppliedSerial(edgeCopy *unstructured.Unstructured) int64 {
+	if edgeCopy == nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(edgeCopy.GetAnnotations()[mapping.SignedSerialAnnotation], 10, 64)
+	return n
 }
 
 // keyIDForm is what KeyID returns.
@@ -194,7 +275,7 @@ func applied(obj *unstructured.Unstructured, manifest map[string]interface{}) *u
 		from, _, _ := unstructured.NestedStringMap(obj.Object, "metadata", field)
 		to, _, _ := unstructured.NestedStringMap(out.Object, "metadata", field)
 		for k, v := range from {
-			if unsigned(k) {
+			if unsigned(k) && k != mapping.SignedSerialAnnotation { // the mailbox's say is no serial
 				if to == nil {
 					to = map[string]string{}
 				}

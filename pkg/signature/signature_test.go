@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubestellar/syncer/pkg/mapping"
 )
 
 const userManifest = `
@@ -55,8 +57,14 @@ func object(t testing.TB, doc string) *unstructured.Unstructured {
 // a server owns, kubectl's last-applied annotation, the syncer's per-target labels, a status.
 func stored(t testing.TB, priv ed25519.PrivateKey) *unstructured.Unstructured {
 	t.Helper()
+	return storedWith(t, priv, nil)
+}
+
+// storedWith is stored, signed with claims.
+func storedWith(t testing.TB, priv ed25519.PrivateKey, claims *Claims) *unstructured.Unstructured {
+	t.Helper()
 	u := object(t, userManifest)
-	sig, err := Sign(u.Object, priv)
+	sig, err := SignWith(u.Object, priv, claims)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +95,7 @@ func TestVerify(t *testing.T) {
 	pub, priv := newKey(t)
 	keys := map[string]ed25519.PublicKey{KeyID(pub): pub}
 	obj := stored(t, priv)
-	got, id, err := Verify(obj, keys)
+	got, id, err := Verify(obj, keys, Expect{})
 	if err != nil || id != KeyID(pub) {
 		t.Fatalf("Verify: %v (key %q)", err, id)
 	}
@@ -186,7 +194,7 @@ func TestVerifyRefuses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			u := stored(t, priv)
 			tc.change(u)
-			if _, _, err := Verify(u, keys); !errors.Is(err, tc.want) {
+			if _, _, err := Verify(u, keys, Expect{}); !errors.Is(err, tc.want) {
 				t.Errorf("Verify: %v, want %v", err, tc.want)
 			}
 		})
@@ -194,7 +202,7 @@ func TestVerifyRefuses(t *testing.T) {
 	// Rotation: two keys trusted at once, either verifies.
 	both := map[string]ed25519.PublicKey{KeyID(pub): pub, KeyID(otherPub): otherPub}
 	for _, k := range []ed25519.PrivateKey{priv, otherPriv} {
-		if _, _, err := Verify(stored(t, k), both); err != nil {
+		if _, _, err := Verify(stored(t, k), both, Expect{}); err != nil {
 			t.Errorf("with two trusted keys: %v", err)
 		}
 	}
@@ -210,7 +218,7 @@ func TestAnUnsignedFieldIsNeverApplied(t *testing.T) {
 	a := u.GetAnnotations()
 	a["edge.kubestellar.io/downsync-overwrite"] = "false"
 	u.SetAnnotations(a)
-	got, _, err := Verify(u, map[string]ed25519.PublicKey{KeyID(pub): pub})
+	got, _, err := Verify(u, map[string]ed25519.PublicKey{KeyID(pub): pub}, Expect{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +250,74 @@ func TestZeroValuesTheServerDrops(t *testing.T) {
 	a := s.GetAnnotations()
 	a[Annotation] = sig
 	s.SetAnnotations(a)
-	if _, _, err := Verify(s, map[string]ed25519.PublicKey{KeyID(pub): pub}); err != nil {
+	if _, _, err := Verify(s, map[string]ed25519.PublicKey{KeyID(pub): pub}, Expect{}); err != nil {
 		t.Errorf("Verify: %v", err)
 	}
+}
+
+// TestClaims: a signature's claims are signed (edited, it does not verify); it applies only at the
+// sync targets it names, and not below the serial the edge copy records; the serial applied is
+// recorded on what is applied, never the mailbox's say of it; Strict requires both claims.
+func TestClaims(t *testing.T) {
+	pub, priv := newKey(t)
+	keys := map[string]ed25519.PublicKey{KeyID(pub): pub}
+	claimed := storedWith(t, priv, &Claims{Targets: []string{"florin", "lyon"}, Serial: 7})
+	got, _, err := Verify(claimed, keys, Expect{Target: "lyon", AppliedSerial: 7, RequireClaims: true})
+	if err != nil {
+		t.Fatalf("claims as expected: %v", err)
+	}
+	if s := got.GetAnnotations()[mapping.SignedSerialAnnotation]; s != "7" {
+		t.Errorf("serial applied %q, want 7", s)
+	}
+	if AppliedSerial(got) != 7 || AppliedSerial(nil) != 0 {
+		t.Errorf("AppliedSerial %d", AppliedSerial(got))
+	}
+	for _, c := range []struct {
+		name   string
+		obj    *unstructured.Unstructured
+		expect Expect
+		want   error
+	}{
+		{"another site", claimed, Expect{Target: "oslo"}, ErrOtherTarget},
+		{"a rollback", claimed, Expect{Target: "florin", AppliedSerial: 8}, ErrRolledBack},
+		{"no claims under Strict", stored(t, priv), Expect{Target: "florin", RequireClaims: true}, ErrNoClaims},
+		{"targets only under Strict", storedWith(t, priv, &Claims{Targets: []string{"florin"}}), Expect{Target: "florin", RequireClaims: true}, ErrNoClaims},
+		{"claims edited", edited(t, claimed, func(s *Signed) { s.Claims.Targets = []string{"oslo"} }), Expect{Target: "oslo"}, ErrBadSig},
+		{"claims dropped", edited(t, claimed, func(s *Signed) { s.Claims = nil }), Expect{Target: "florin"}, ErrBadSig},
+	} {
+		if _, _, err := Verify(c.obj, keys, c.expect); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+	}
+	// Without claims any target and serial do, as before; the mailbox's serial is not taken.
+	plain := stored(t, priv)
+	ann := plain.GetAnnotations()
+	ann[mapping.SignedSerialAnnotation] = "999999"
+	plain.SetAnnotations(ann)
+	got, _, err = Verify(plain, keys, Expect{Target: "oslo", AppliedSerial: 3})
+	if err != nil {
+		t.Fatalf("without claims: %v", err)
+	}
+	if s, ok := got.GetAnnotations()[mapping.SignedSerialAnnotation]; ok {
+		t.Errorf("the mailbox's serial %q was applied", s)
+	}
+}
+
+// edited is obj with its signature annotation changed by edit, not signed again.
+func edited(t *testing.T, obj *unstructured.Unstructured, edit func(*Signed)) *unstructured.Unstructured {
+	t.Helper()
+	out := obj.DeepCopy()
+	var s Signed
+	if err := json.Unmarshal([]byte(out.GetAnnotations()[Annotation]), &s); err != nil {
+		t.Fatal(err)
+	}
+	edit(&s)
+	v, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann := out.GetAnnotations()
+	ann[Annotation] = string(v)
+	out.SetAnnotations(ann)
+	return out
 }

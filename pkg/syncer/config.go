@@ -43,6 +43,9 @@ type Config struct {
 	// mailboxes).
 	FenceNamespace string
 	FenceWrites    dynamic.Interface
+	// FenceAllow are the resources that act on the whole cluster (wellknown.Fenced) the edge owner's
+	// fence lets the executor write; the others are left out of the selection.
+	FenceAllow []string
 
 	// SyncTargetName identifies the syncer; it becomes the value of the owner label downstream.
 	SyncTargetName string

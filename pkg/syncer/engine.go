@@ -165,6 +165,7 @@ func New(cfg Config) (*Syncer, error) {
 		upClient: cfg.UpstreamDynamic, downClnt: cfg.DownstreamDynamic, ownedDown: cfg.DownstreamOwned, up: s.up, down: s.down,
 		ownerLabel: s.ownerLabel, fieldManager: cfg.FieldManager, publish: func(next *snapshot) { s.state.Store(next) },
 		maxNamespaces: s.maxNamespaces(), reviewClusterWide: s.reviewClusterWide, fenced: cfg.DownstreamWrites != nil,
+		fenceAllow:     cfg.FenceAllow,
 		maxObjectBytes: cfg.MaxObjectBytes, overfull: map[schema.GroupResource]informermanager.Overflow{},
 	}
 	if cfg.UpstreamSource == nil {

@@ -65,8 +65,10 @@ type resolver struct {
 	// it, reviewClusterWide asks whether it may be watched cluster-wide instead.
 	maxNamespaces     int
 	reviewClusterWide func(ctx context.Context, gvr schema.GroupVersionResource)
-	// fenced: the edge writes go through an executor (Config.DownstreamWrites), so fenceOut applies.
-	fenced bool
+	// fenced: the edge writes go through an executor (Config.DownstreamWrites), so fenceOut applies,
+	// with fenceAllow (Config.FenceAllow).
+	fenced     bool
+	fenceAllow []string
 	// maxObjectBytes is the upstream informers' Spec.MaxObjectBytes (Config.MaxObjectBytes).
 	maxObjectBytes int
 	// maxObjects is the upstream informers' Spec.MaxObjects (Config.MaxObjectsPerResource); overfull
@@ -115,7 +117,7 @@ func (r *resolver) resolve(ctx context.Context, old *snapshot) (*snapshot, error
 		return nil, fmt.Errorf("downstream discovery: %w", err)
 	}
 	r.retryIn = r.apis.retryIn(ctx, up, down)
-	next := resolveSelection(sel, old, up, down, r.fenced)
+	next := resolveSelection(sel, old, up, down, r.fenced, r.fenceAllow)
 	if b, ok := up.index.Lookup(apiBindingsResource, ""); ok {
 		next.bindings = b.GVR
 	}
@@ -195,7 +197,7 @@ func discover(d discoverer) (side, error) {
 
 // resolveSelection resolves the selection against both sides, keeping from old what a failed group
 // discovery would otherwise drop; fenced, without what no fence can hold (fenceOut).
-func resolveSelection(sel *selection.Selection, old *snapshot, up, down side, fenced bool) *snapshot {
+func resolveSelection(sel *selection.Selection, old *snapshot, up, down side, fenced bool, fenceAllow []string) *snapshot {
 	resources, problems := selection.Resolve(sel, up.index, down.index)
 	for gr, res := range old.resources {
 		if _, ok := resources[gr]; !ok && sel.Mentions(gr, res.Upstream.Kind) && up.failed.Has(gr.Group) {
@@ -218,7 +220,7 @@ func resolveSelection(sel *selection.Selection, old *snapshot, up, down side, fe
 		}
 	}
 	if fenced {
-		problems = append(problems, fenceOut(resources)...)
+		problems = append(problems, fenceOut(sel, resources, fenceAllow)...)
 	}
 	upsyncRes, upsyncProblems := selection.ResolveUpsync(sel, up.index, down.index)
 	for gr, res := range old.upsync {

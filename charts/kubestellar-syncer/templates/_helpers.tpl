@@ -152,12 +152,12 @@ Checks that span several values; included by the Deployment.
 {{- end }}
 
 {{/*
-The signature policy, checked: Off, Warn or Enforce; Warn and Enforce need keys.
+The signature policy, checked: Off, Warn, Enforce or Strict; all but Off need keys.
 */}}
 {{- define "kubestellar-syncer.signaturePolicy" -}}
 {{- $p := .Values.signatures.policy | default "Off" | toString -}}
-{{- if not (has $p (list "Off" "Warn" "Enforce")) -}}
-{{- fail (printf "signatures.policy %q: want Off, Warn or Enforce" $p) -}}
+{{- if not (has $p (list "Off" "Warn" "Enforce" "Strict")) -}}
+{{- fail (printf "signatures.policy %q: want Off, Warn, Enforce or Strict" $p) -}}
 {{- end -}}
 {{- if and (ne $p "Off") (not .Values.signatures.publicKeys) (not .Values.signatures.existingSecret) -}}
 {{- fail (printf "signatures.policy %s needs signatures.publicKeys or signatures.existingSecret" $p) -}}

@@ -25,6 +25,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/legacyflags"
 	"github.com/kubestellar/syncer/pkg/mapping"
 	"github.com/kubestellar/syncer/pkg/signature"
+	"github.com/kubestellar/syncer/pkg/wellknown"
 )
 
 // Options are the syncer's flags. The first group keeps the names of the release-0.14 syncer.
@@ -101,8 +102,10 @@ type Options struct {
 	UpsyncSecrets       bool
 	// DrainQuietPeriod: how long a workspace's binding must stay gone before its objects go.
 	DrainQuietPeriod time.Duration
-	// RequireFence, with Executor, makes the syncer prove the edge owner's fence before it writes.
+	// RequireFence, with Executor, makes the syncer prove the edge owner's fence before it writes;
+	// FenceAllow are what the fence lets it write by name (wellknown.FenceAllowNames).
 	RequireFence bool
+	FenceAllow   []string
 
 	// APIExportEndpointSlice, when set, serves every workspace bound to an APIExport through its
 	// virtual workspace (package mailboxes); --upstream-kubeconfig then points at the workspace that holds
@@ -203,7 +206,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve the metrics address (/metrics, and /report and /debug/pprof when on) over HTTPS, only to requests whose bearer token the edge apiserver authenticates (TokenReview) and authorizes for the path (SubjectAccessReview: RBAC nonResourceURLs, verb get). The syncer's edge identity needs create on tokenreviews and subjectaccessreviews (the ClusterRole system:auth-delegator). syncer-gen's manifest and the chart turn it on.")
 	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "With --metrics-secure: the directory holding the metrics address's tls.crt and tls.key (read again when they change); empty: a self-signed certificate generated at start.")
-	fs.StringVar(&o.SignaturePolicy, "signature-policy", o.SignaturePolicy, "What the edge requires of what the syncer applies there: Off; Warn (an object not signed by a key of --signature-keys is applied, with a Warning Event SignatureInvalid on it upstream); Enforce (it is not applied: the edge keeps the last verified version, and the Event and condition ObjectsSynced say why). Signed objects are applied as signed (kubectl kubestellar sign). Set at the edge only: the mailbox cannot change it.")
+	fs.StringVar(&o.SignaturePolicy, "signature-policy", o.SignaturePolicy, "What the edge requires of what the syncer applies there: Off; Warn (an object not signed by a key of --signature-keys is applied, with a Warning Event SignatureInvalid on it upstream); Enforce (it is not applied: the edge keeps the last verified version, and the Event and condition ObjectsSynced say why); Strict (Enforce, and a signature must name this sync target and a serial no lower than the one applied: kubectl kubestellar sign --targets --serial). Signed objects are applied as signed (kubectl kubestellar sign). Set at the edge only: the mailbox cannot change it.")
 	fs.StringSliceVar(&o.SignatureKeys, "signature-keys", o.SignatureKeys, "Files or directories (a mounted Secret) of PEM ed25519 public keys (PKIX, as openssl pkey -pubout writes them) that signatures are verified with; several at once for a rotation; read again when they change. Required unless --signature-policy=Off.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz (live) and /readyz (synced and connected); \"0\" disables them.")
 	fs.IntVar(&o.DeletionBreakerCount, "deletion-breaker-count", o.DeletionBreakerCount, "The deletion breaker: when more than this many deletions at the edge, and more than --deletion-breaker-percent of the objects the syncer owns there, fall due within a minute, every deletion is held (creates and updates go on) until released (condition DeletionsHeld on the SyncerConfigs says how). 0 disables it.")
@@ -211,6 +214,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DeletionReleaseConfigMap, "deletion-release-configmap", o.DeletionReleaseConfigMap, "The edge's release object: a ConfigMap (name, in $POD_NAMESPACE, or namespace/name) whose annotation edge.kubestellar.io/release-deletions, written by the edge owner and naming at least the count held, releases the deletions the breaker holds. A ConfigMap the syncer wrote releases nothing. Empty: none.")
 	fs.StringSliceVar(&o.ProtectedNamespaces, "protected-namespaces", o.ProtectedNamespaces, "More namespaces kept to the edge: nothing in them, nor the Namespaces themselves, is upsynced, whatever a SyncerConfig selects. $POD_NAMESPACE (the syncer's own: its credentials), kube-system, kube-node-lease and kube-public always are.")
 	fs.BoolVar(&o.RequireFence, "require-fence", o.RequireFence, "With --executor: prove at start and with every heartbeat that the edge owner's fence holds the executor (a server-side dry run it must deny, in the executor's namespace), and write nothing at the edge while it does not (condition EdgeFence, metric kubestellar_syncer_fence_in_force). Off: the executor's rights alone bound the writes.")
+	fs.StringSliceVar(&o.FenceAllow, "fence-allow", o.FenceAllow, "With --executor: the resources that act on the whole cluster (resource.group) the edge owner's fence lets the syncer write (syncer-gen's --fence-allow). The others are left out of the selection, said in SelectionValid when a SyncerConfig names them.")
 	fs.DurationVar(&o.DrainQuietPeriod, "drain-quiet-period", o.DrainQuietPeriod, "With --apiexport-endpoint-slice: how long a workspace's APIBinding must stay gone before what the syncer wrote for it at the edge is deleted (through the deletion breaker), so that a binding deleted by mistake and made again deletes nothing.")
 	fs.BoolVar(&o.UpsyncSecrets, "upsync-secrets", o.UpsyncSecrets, "Let SyncerConfigs upsync Secrets (never a ServiceAccount token's, nor any in a protected namespace). Off: a selected Secret stays at the edge, and ObjectsSynced says so.")
 	fs.BoolVar(&o.MailboxReleasesDeletions, "mailbox-releases-deletions", o.MailboxReleasesDeletions, "Trust the mailbox with the deletion breaker: a SyncerConfig's annotation edge.kubestellar.io/release-deletions releases held deletions, and a downsync entry's allowEmptying exempts its objects' emptying rewrites from the count. Off: only the edge releases, and every emptying rewrite is counted.")
@@ -343,6 +347,9 @@ func (o *Options) Validate() error {
 		if ns, name, ok := strings.Cut(value, "/"); value != "" && value != DefaultDeletionReleaseConfigMap && (!ok || ns == "" || name == "" || strings.Contains(name, "/")) {
 			errs = append(errs, "--"+flag+" needs a namespace: namespace/name, or a name with $POD_NAMESPACE set")
 		}
+	}
+	if err := wellknown.CheckFenceAllow(o.FenceAllow); err != nil {
+		errs = append(errs, "--fence-allow: "+err.Error())
 	}
 	if o.MaxObjectsPerResource < 0 {
 		errs = append(errs, fmt.Sprintf("--max-objects-per-resource %d: want a number of objects, or 0 for no limit", o.MaxObjectsPerResource))
