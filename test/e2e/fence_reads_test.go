@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubestellar/syncer/pkg/bootstrap"
 	"github.com/kubestellar/syncer/test/support"
@@ -19,7 +21,10 @@ import (
 // kube-system, ServiceAccount tokens and a Secret of its own namespace gets none of them upstream
 // (ObjectsSynced says why); the manifest makes no long-lived token Secret to take. A Namespace
 // labelled to lift Pod Security is refused by the fence; the executor may neither proxy (CONNECT) nor
-// mint ServiceAccount tokens. The fence lives at the edge: the test runs against the kube upstream.
+// mint ServiceAccount tokens, nor write what acts on the whole cluster (a PriorityClass, which also
+// leaves the selection, said in SelectionValid; a Service's externalIPs; a CRD's conversion webhook)
+// nor a NetworkPolicy in a namespace the syncer did not make; the syncer's own identity may not get
+// through nodes/proxy. The fence lives at the edge: the test runs against the kube upstream.
 func TestFenceAgainstAHostileMailbox(t *testing.T) {
 	if upstreamIsKCP() {
 		support.SkipBecause(t, "the fence lives at the edge: its test runs against the kube upstream")
@@ -42,6 +47,12 @@ func TestFenceAgainstAHostileMailbox(t *testing.T) {
 		return map[string]interface{}{"apiGroup": "", "resources": []interface{}{resource}, "namespaces": []interface{}{namespace}, "names": n}
 	}
 	spec := nsScope([]string{ns, privileged}, resource("", "v1", "configmaps"))
+	// A PriorityClass preempts any Pod of the edge: outside the fence unless the edge owner allows it.
+	urgent := f.name + "-urgent"
+	f.create(f.up, gvrPriorityClasses, obj("scheduling.k8s.io/v1", "PriorityClass", "", urgent, map[string]interface{}{"value": int64(1000000000)}))
+	t.Cleanup(func() { f.delete(f.up, gvrPriorityClasses, "", urgent) })
+	spec["clusterScope"] = []interface{}{map[string]interface{}{"group": "scheduling.k8s.io", "resource": "priorityclasses", "apiVersion": "v1",
+		"objects": []interface{}{urgent}}}
 	spec["upsync"] = []interface{}{
 		upsyncOf("secrets", id, id+"-token", id+"-kubeconfig", id+bootstrap.UpstreamTokenSuffix),
 		upsyncOf("configmaps", "kube-system", "extension-apiserver-authentication"),
@@ -49,7 +60,7 @@ func TestFenceAgainstAHostileMailbox(t *testing.T) {
 		upsyncOf("configmaps", ns, "edge-report"),
 	}
 	f.syncerConfig(f.name, spec)
-	_, _, d := bootstrapPod(t, f, f.name, bootstrap.RBACBroad)
+	_, own, d := bootstrapPod(t, f, f.name, bootstrap.RBACBroad)
 	f.waitFor(f.down, gvrConfigMaps, ns, "settings", hasMark) // the namespace is there at the edge
 	if _, err := f.down.kube.CoreV1().Secrets(id).Get(f.ctx, id+"-token", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a long-lived token Secret %s/%s-token at the edge: %v", id, id, err)
@@ -88,6 +99,27 @@ func TestFenceAgainstAHostileMailbox(t *testing.T) {
 		return true, ""
 	})
 
+	// What acts on the whole cluster stays out of the selection, and the config says so.
+	f.waitFor(f.up, gvrSyncerConfig, "", f.name, func(o *unstructured.Unstructured) (bool, string) {
+		_, _, msg := conditionOf(o, "SelectionValid")
+		return strings.Contains(msg, `resource "priorityclasses.scheduling.k8s.io" is outside the edge owner's fence`), "SelectionValid: " + msg
+	})
+	if _, err := f.get(f.down, gvrPriorityClasses, "", urgent); !apierrors.IsNotFound(err) {
+		t.Errorf("PriorityClass %s at the edge: %v", urgent, err)
+	}
+
+	// The syncer's own identity lists and watches: no get, so no nodes/proxy (exec on the kubelet).
+	nodes, err := own.CoreV1().Nodes().List(f.ctx, metav1.ListOptions{})
+	if err != nil || len(nodes.Items) == 0 {
+		t.Fatalf("the syncer's identity lists no node: %v", err)
+	}
+	if _, err := own.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes/" + nodes.Items[0].Name + "/proxy/healthz").DoRaw(f.ctx); !apierrors.IsForbidden(err) {
+		t.Errorf("the syncer's identity through nodes/proxy: %v; want Forbidden", err)
+	}
+	if _, err := own.CoreV1().ConfigMaps(ns).Get(f.ctx, "settings", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the syncer's identity gets a ConfigMap: %v; want Forbidden (its GETs are the executor's)", err)
+	}
+
 	// Pod Security is the edge owner's.
 	f.waitEvent(f.up, "default", privileged, "ApplyFailed", "keeps the syncer from setting, changing or removing a namespace's pod-security.kubernetes.io labels")
 	if _, err := f.get(f.down, gvrNamespaces, "", privileged); !apierrors.IsNotFound(err) {
@@ -99,10 +131,27 @@ func TestFenceAgainstAHostileMailbox(t *testing.T) {
 	executor := "system:serviceaccount:" + id + ":" + id + bootstrap.ExecutorSuffix
 	f.create(f.down, gvrServices, obj("v1", "Service", ns, "web", map[string]interface{}{"spec": map[string]interface{}{
 		"ports": []interface{}{map[string]interface{}{"port": int64(80)}}}}))
+	manifest := func(name, doc string) string {
+		path := filepath.Join(t.TempDir(), name+".yaml")
+		writeFile(t, path, []byte(doc))
+		return path
+	}
+	externalIPs := manifest("external", `{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "grab", "namespace": "`+ns+`"},
+		"spec": {"ports": [{"port": 80}], "externalIPs": ["10.0.0.10"]}}`)
+	denyAll := `{"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "deny-all", "namespace": "%s"}, "spec": {"podSelector": {}}}`
+	edgesOwn, syncersOwn := manifest("deny-default", fmt.Sprintf(denyAll, "default")), manifest("deny-app", fmt.Sprintf(denyAll, ns))
+	webhook := manifest("crd", `{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "widgets.`+f.name+`.example.com"},
+		"spec": {"group": "`+f.name+`.example.com", "scope": "Namespaced", "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+		"versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}],
+		"conversion": {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"url": "https://mailbox.example.com/convert"}}}}}`)
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
+		{[]string{"create", "--dry-run=server", "priorityclass", "urgent", "--value=1000000000"}, "keeps the syncer from writing priorityclasses"},
+		{[]string{"create", "--dry-run=server", "-f", externalIPs}, "keeps the syncer from setting a Service's externalIPs"},
+		{[]string{"create", "--dry-run=server", "-f", edgesOwn}, "keeps the syncer from writing networkpolicies in namespace default, which it did not make"},
+		{[]string{"create", "--dry-run=server", "-f", webhook}, "keeps the syncer from giving a CustomResourceDefinition a conversion webhook"},
 		{[]string{"get", "--raw", "/api/v1/namespaces/" + ns + "/services/web:80/proxy/"}, "keeps the syncer from exec, attach, port-forward and proxy"},
 		{[]string{"create", "token", "default", "-n", ns}, "keeps the syncer from minting ServiceAccount tokens"},
 		{[]string{"annotate", "--dry-run=server", "-n", ns, "configmap", "edge-owned", "x=y"}, "keeps the syncer from changing or deleting what it did not write"},
@@ -116,6 +165,9 @@ func TestFenceAgainstAHostileMailbox(t *testing.T) {
 	}
 	if out, err := kubectlCommand(f.ctx, env.Downstream.Kubeconfig, "--as", executor, "annotate", "--dry-run=server", "-n", ns, "configmap", "settings", "x=y"); err != nil {
 		t.Errorf("the executor may not change the syncer's own copy: %v\n%s", err, out)
+	}
+	if out, err := kubectlCommand(f.ctx, env.Downstream.Kubeconfig, "--as", executor, "create", "--dry-run=server", "-f", syncersOwn); err != nil {
+		t.Errorf("the executor may not write a NetworkPolicy in a namespace the syncer made: %v\n%s", err, out)
 	}
 
 	// Fail closed: the fence's binding deleted, the syncer writes nothing at the edge and says so; the
@@ -138,6 +190,8 @@ func TestFenceAgainstAHostileMailbox(t *testing.T) {
 	waitEdgeFence(f, "True", "InForce")
 	f.waitFor(f.down, gvrConfigMaps, ns, "while-unfenced", hasMark)
 }
+
+var gvrPriorityClasses = schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"}
 
 // waitEdgeFence waits until the test's SyncerConfig says condition EdgeFence is status for reason.
 func waitEdgeFence(f *fixture, status, reason string) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +49,8 @@ func TestSignedDesiredState(t *testing.T) {
 	if err := os.Symlink(pluginBin, filepath.Join(plugins, "kubectl-kubestellar-sign")); err != nil {
 		t.Fatal(err)
 	}
-	signAndApply := func(greeting string) {
+	// Signed for this sync target (the syncer's --sync-target-name) at a serial, unless told otherwise.
+	signAndApply := func(greeting, targets string, serial int) {
 		t.Helper()
 		manifest, signed := filepath.Join(dir, "app.yaml"), filepath.Join(dir, "app-signed.yaml")
 		writeFile(t, manifest, []byte(fmt.Sprintf(`apiVersion: v1
@@ -60,17 +62,18 @@ kind: ConfigMap
 metadata: {name: settings, namespace: %s, labels: {app: web}}
 data: {greeting: %s}
 `, ns, ns, greeting)))
-		cmd := exec.Command(filepath.Join(os.Getenv("E2E_BIN"), "kubectl"), "kubestellar", "sign", "-f", manifest, "--key", keyFile, "-o", signed)
+		cmd := exec.Command(filepath.Join(os.Getenv("E2E_BIN"), "kubectl"), "kubestellar", "sign", "-f", manifest, "--key", keyFile, "-o", signed,
+			"--targets", targets, "--serial", strconv.Itoa(serial))
 		cmd.Env = append(os.Environ(), "PATH="+plugins+string(os.PathListSeparator)+os.Getenv("PATH"))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("kubectl kubestellar sign: %v\n%s", err, out)
 		}
 		kubectl(t, upstream.Kubeconfig, "apply", "-f", signed)
 	}
-	signAndApply("hello")
+	signAndApply("hello", f.name, 1)
 	f.create(f.up, gvrConfigMaps, configMap(ns, "unsigned", map[string]interface{}{"greeting": "run me"}))
 	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps")))
-	f.startSyncer(f.ownConfigs(), withArgs("--signature-policy=Enforce", "--signature-keys="+pubFile))
+	f.startSyncer(f.ownConfigs(), withArgs("--signature-policy=Strict", "--signature-keys="+pubFile))
 
 	greeting := func(want string) func(*unstructured.Unstructured) (bool, string) {
 		return func(o *unstructured.Unstructured) (bool, string) {
@@ -96,9 +99,22 @@ data: {greeting: %s}
 		t.Errorf("after a change upstream the signer did not sign, the edge holds %v (%v); want the signed hello", o, err)
 	}
 
-	// A new signed version goes through.
-	signAndApply("bonjour")
-	f.waitFor(f.down, gvrConfigMaps, ns, "settings", greeting("bonjour"))
+	// A new signed version goes through, its serial recorded at the edge.
+	signAndApply("bonjour", f.name, 2)
+	f.waitFor(f.down, gvrConfigMaps, ns, "settings", func(o *unstructured.Unstructured) (bool, string) {
+		ok, msg := greeting("bonjour")(o)
+		return ok && o.GetAnnotations()["edge.kubestellar.io/signed-serial"] == "2", msg + ", serial " + o.GetAnnotations()["edge.kubestellar.io/signed-serial"]
+	})
+
+	// The older signed version again (a rollback), then one signed for another site (a replay): both
+	// refused, the edge keeps bonjour.
+	signAndApply("hello", f.name, 1)
+	f.waitEvent(f.up, ns, "settings", "SignatureInvalid", "signed with a lower serial than the edge applied (a rollback): serial 1, applied 2")
+	signAndApply("hola", "elsewhere", 3)
+	f.waitEvent(f.up, ns, "settings", "SignatureInvalid", "signed for other sync targets (elsewhere), not "+f.name)
+	if o, err := f.get(f.down, gvrConfigMaps, ns, "settings"); err != nil || o.Object["data"].(map[string]interface{})["greeting"] != "bonjour" {
+		t.Errorf("after a rollback and a replay, the edge holds %v (%v); want bonjour", o, err)
+	}
 }
 
 func writeFile(t *testing.T, path string, data []byte) {
