@@ -411,8 +411,10 @@ func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics
 		return syncer.Config{}, fmt.Errorf("downstream discovery: %w", err)
 	}
 	maxObjectBytes, _ := opts.ObjectBytesLimit() // validated
+	maxEdgeBytes, _ := opts.EdgeBytesLimit()
 	return syncer.Config{
 		MaxObjectBytes:         maxObjectBytes,
+		MaxEdgeBytes:           maxEdgeBytes,
 		MaxObjectsPerResource:  opts.MaxObjectsPerResource,
 		UpstreamDynamic:        upDyn,
 		UpstreamDiscovery:      syncer.NewDiscovery(upDisc),

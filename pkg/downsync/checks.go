@@ -182,6 +182,7 @@ func (c *Controller) servedGate(ctx context.Context, in *input) gate.Verdict {
 func (c *Controller) unwantedGate(ctx context.Context, in *input) gate.Verdict {
 	c.takenAgain(in.key)
 	c.withheld.Clear(in.key) // not wanted: nothing to verify or withhold any more
+	c.full.Clear(in.key)
 	c.warned.Clear(in.key)
 	if in.markedUpsynced {
 		c.upsyncedCopy(ctx, in.key, in.up)

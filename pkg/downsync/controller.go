@@ -139,6 +139,9 @@ type Config struct {
 	// MaxObjectBytes is the syncer's limit on an upstream object (for what it says of one over it:
 	// the upstream caches hold such an object as a mapping.TooLargeStub).
 	MaxObjectBytes int
+	// MaxEdgeBytes, when positive, bounds what the syncer's copies at the edge hold in all (stored):
+	// a write past it is held, and said.
+	MaxEdgeBytes int64
 }
 
 // Signatures verifies upstream objects against the keys the edge trusts (package signature).
@@ -189,6 +192,9 @@ type Controller struct {
 	// them to go.
 	kept     framework.ConflictLog
 	emptying backoffs
+	// full are the keys not written for the edge's storage bound (stored), said once each.
+	full   framework.ConflictLog
+	stored *stored
 	// gates are the per-object policies, in order (gates.go).
 	gates chains
 
@@ -218,6 +224,8 @@ func NewController(cfg Config) (*Controller, error) {
 		pauses: pauses{held: map[framework.Key]time.Time{}, drifted: map[framework.Key]string{}, told: map[framework.Key]map[string]string{}}}
 	c.withheld.Describe = func(reason string) (problem.Kind, string) { return problem.SyncFailed, reason }
 	c.kept.Describe = c.withheld.Describe
+	c.full.Describe = c.withheld.Describe
+	c.stored = newStored(cfg.MaxEdgeBytes, cfg.Metrics.EdgeStoredBytes)
 	c.gates = c.newChains()
 	c.queue = framework.NewQueue(metrics.Downsync, cfg.Metrics.WorkqueueProvider(), c.process)
 	return c, nil
@@ -236,6 +244,9 @@ func (c *Controller) Withheld() *framework.ConflictLog { return &c.withheld }
 // Kept is the log of edge objects no longer wanted but kept (a Namespace or CRD holding objects the
 // syncer did not write), for the conditions.
 func (c *Controller) Kept() *framework.ConflictLog { return &c.kept }
+
+// Full are the objects not written for the edge's storage bound (for ObjectsSynced).
+func (c *Controller) Full() *framework.ConflictLog { return &c.full }
 
 // Run starts the workers and blocks until ctx is done and they have exited.
 func (c *Controller) Run(ctx context.Context, workers int) { c.queue.Run(ctx, workers) }
@@ -293,6 +304,11 @@ func (c *Controller) Handler(ctx context.Context, downstream bool, gvr schema.Gr
 			name = r.Rename.UpName(name) // keys name the upstream object
 		}
 		key := framework.Key{GVR: r.KeyGVR(), Namespace: u.GetNamespace(), Name: name}
+		if downstream && why == "deleted" {
+			c.stored.set(key, 0)
+		} else if downstream {
+			c.stored.observe(key, u)
+		}
 		if downstream && c.echoes.echo(key, u.GetResourceVersion()) && why != "deleted" {
 			logger.V(logging.Trace).Info("Not enqueueing the echo of its own write", "key", key.String(), "reason", why)
 			return

@@ -60,9 +60,11 @@ func (c *Controller) newChains() chains {
 			{Name: "mapping", Admit: c.mappingGate},
 			// Under drift policy Report, an edge change left in place holds the upstream changes.
 			{Name: "drift", Admit: c.driftGate},
-			// Last, on what would be written: a rewrite that empties the edge copy (replicas 0, data
+			// On what would be written: a rewrite that empties the edge copy (replicas 0, data
 			// emptied) is counted like a deletion; any other drops a held deletion (wanted again).
 			{Name: "emptying", Admit: c.emptyingGate},
+			// Then what the copies at the edge would hold in all, once the write is sure to be made.
+			{Name: "stored", Admit: c.storedGate},
 		},
 		delete: gate.Chain[*input]{
 			// An API missing upstream, or a resource held for its count: hold, never delete on a guess.

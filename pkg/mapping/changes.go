@@ -26,7 +26,7 @@ var bookkeeping = map[string]bool{
 // marks are the annotations and label the syncer writes to keep track of an object, not its content.
 var marks = map[string]bool{
 	DownsyncedAnnotation: true, HashAnnotation: true, OwnerLabel: true, ClusterAnnotation: true, UpstreamGenerationAnnotation: true,
-	UpstreamResourceVersionAnnotation: true, RenaturedFromAnnotation: true,
+	UpstreamResourceVersionAnnotation: true, RenaturedFromAnnotation: true, StoredBytesAnnotation: true,
 }
 
 // Changes lists the fields in which after (an edge object as a write would leave it: the edge's

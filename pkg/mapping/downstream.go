@@ -49,7 +49,7 @@ const upsyncAnnotationPrefix = "edge.kubestellar.io/upsync"
 func sourceAnnotation(key string) bool {
 	if key == "kubectl.kubernetes.io/last-applied-configuration" || key == HashAnnotation || key == ClusterAnnotation || key == UpstreamNamespaceAnnotation || key == RenaturedFromAnnotation ||
 		key == UpstreamGenerationAnnotation || key == UpstreamResourceVersionAnnotation || key == ReportAppliedAnnotation || key == PausedUntilAnnotation ||
-		key == DriftAnnotation || key == AcknowledgeDriftAnnotation || key == DriftHeldAnnotation || key == DriftPutBackAnnotation ||
+		key == StoredBytesAnnotation || key == DriftAnnotation || key == AcknowledgeDriftAnnotation || key == DriftHeldAnnotation || key == DriftPutBackAnnotation ||
 		strings.HasPrefix(key, upsyncAnnotationPrefix) || targetSignal(key) {
 		return true
 	}
@@ -208,7 +208,8 @@ func UpToDate(desired, actual *unstructured.Unstructured) bool {
 	if rv := desired.GetAnnotations()[UpstreamResourceVersionAnnotation]; rv != "" && actual.GetAnnotations()[UpstreamResourceVersionAnnotation] == "" {
 		return false
 	}
-	desired = withoutAnnotation(desired, UpstreamResourceVersionAnnotation)
+	// Nor is the size recorded (StoredBytesAnnotation): it goes with the next content write.
+	desired = withoutAnnotation(withoutAnnotation(desired, UpstreamResourceVersionAnnotation), StoredBytesAnnotation)
 	if applied, ok := actual.Object[AppliedField].(map[string]interface{}); ok {
 		return appliedMatch(desiredFields(desired), applied, createdMarked(actual))
 	}

@@ -39,6 +39,9 @@ const (
 	// SignedSerialAnnotation records on an edge copy the serial of the signature it was applied
 	// from (package signature's claims): a lower one is refused as a rollback.
 	SignedSerialAnnotation = "edge.kubestellar.io/signed-serial"
+	// StoredBytesAnnotation records on an edge copy its size as written (JSON bytes), outside its
+	// digest: the syncer counts what its copies hold at the edge (--max-edge-bytes) from it.
+	StoredBytesAnnotation = "edge.kubestellar.io/stored-bytes"
 )
 
 // KeepOnDelete tells whether a downstream object stays when its upstream object goes.

@@ -81,6 +81,8 @@ type Metrics struct {
 	// FenceInForce is 1 while the syncer's last proof found the edge owner's fence in force, 0 while
 	// not (it writes nothing at the edge then); absent for a syncer without an executor.
 	FenceInForce *prometheus.GaugeVec
+	// EdgeStoredBytes is what the syncer's copies at the edge hold, in bytes, as written.
+	EdgeStoredBytes prometheus.Gauge
 	// DriftHeld is how many objects have their edge drift held (drift policy Report).
 	DriftHeld prometheus.Gauge
 	// ResourcesOverLimit is how many upstream resources are held for having too many objects.
@@ -162,6 +164,8 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "Deletions at the edge the deletion breaker holds (0 when it does not): too many fell due within a minute; see condition DeletionsHeld."}),
 		FenceInForce: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "fence_in_force",
 			Help: "1 while the edge owner's fence (the executor's admission policy) was last proven in force, 0 while not: the syncer then writes nothing at the edge; see condition EdgeFence. Absent without an executor."}, nil),
+		EdgeStoredBytes: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "edge_stored_bytes",
+			Help: "What the syncer's copies at the edge hold, in bytes (JSON, as written; copies kept at the edge included): bounded by --max-edge-bytes."}),
 		ResourcesOverLimit: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "resources_over_object_limit",
 			Help: "Upstream resources held, not synced, for having more objects in the selected namespaces than --max-objects-per-resource; see condition SelectionValid."}),
 		DriftHeld: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "drift_held_objects",
@@ -215,7 +219,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			m.APIRequests.WithLabelValues(side, verb, code)
 		}
 	}
-	reg.MustRegister(m.APIRequests, m.Writes, m.GateVerdicts, m.Orphans, m.EdgeWarnings, m.DeletionsHeld, m.FenceInForce, m.DriftHeld, m.ResourcesOverLimit, m.Workspaces, m.InformersRunning, m.InformersSynced, m.SyncLatency, m.Leader,
+	reg.MustRegister(m.APIRequests, m.Writes, m.GateVerdicts, m.Orphans, m.EdgeWarnings, m.DeletionsHeld, m.FenceInForce, m.EdgeStoredBytes, m.DriftHeld, m.ResourcesOverLimit, m.Workspaces, m.InformersRunning, m.InformersSynced, m.SyncLatency, m.Leader,
 		m.LastHeartbeat, m.ClientRequests, m.ClientRequestLatency, m.ClientRateLimiterLatency, m.objects,
 		q.depth, q.adds, q.latency, q.workDuration, q.unfinished, q.longest, q.retries,
 		buildInfo(version.Get()))

@@ -67,6 +67,9 @@ type Config struct {
 	// MaxObjectBytes, when positive, is the largest upstream object the syncer holds and syncs: a
 	// larger one is held as its metadata only, not written, and said upstream (--max-object-bytes).
 	MaxObjectBytes int
+	// MaxEdgeBytes, when positive, bounds what the syncer's copies at the edge hold in all: a write
+	// past it is held, and said upstream (--max-edge-bytes).
+	MaxEdgeBytes int64
 	// MaxObjectsPerResource, when positive, is how many objects of one upstream resource (in the
 	// namespaces selected) the syncer holds and syncs: past it the resource is held, not synced, and
 	// said upstream (--max-objects-per-resource). Not applied with an UpstreamSource.

@@ -235,7 +235,7 @@ func (s *Syncer) newControllers() error {
 		OnRefused: func(key framework.Key) { s.status.Recheck(key) }, OnDeletionsHeld: s.deletionsHeld,
 		OnPauseChanged: func(key framework.Key) { s.status.PauseChanged(key) },
 		ReportOnly:     cfg.ReportOnly, Report: s.report, EdgeRecorder: cfg.EdgeRecorder, Signatures: cfg.Signatures,
-		MaxObjectBytes: cfg.MaxObjectBytes, Now: cfg.Clock, Contents: contents{s}, AllowEmptyingHonoured: cfg.MailboxReleasesDeletions,
+		MaxObjectBytes: cfg.MaxObjectBytes, MaxEdgeBytes: cfg.MaxEdgeBytes, Now: cfg.Clock, Contents: contents{s}, AllowEmptyingHonoured: cfg.MailboxReleasesDeletions,
 	}
 	s.autoscalers = autoscale.NewIndex(func(t autoscale.Target) { s.downsync.EnqueueEdgeObject(t.GroupKind, t.Namespace, t.Name) })
 	dcfg.Autoscalers = s.autoscalers

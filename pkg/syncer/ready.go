@@ -111,7 +111,7 @@ func (src sources) ObjectProblems(limit int) (failing, conflicts int, examples [
 	for _, q := range []interface {
 		Failures(int) (int, []problem.Problem)
 	}{src.s.downsync.Queue(), src.s.status.Queue(), src.s.upsync.Queue(), loopView{src.s.downsync.Writes()}, loopView{src.s.upsync.Writes()},
-		problemsView{src.s.downsync.Withheld()}, problemsView{src.s.downsync.Kept()}, problemsView{src.s.upsync.Withheld()}} {
+		problemsView{src.s.downsync.Withheld()}, problemsView{src.s.downsync.Kept()}, problemsView{src.s.downsync.Full()}, problemsView{src.s.upsync.Withheld()}} {
 		n, ex := q.Failures(limit)
 		failing += n
 		examples = append(examples, ex...)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubestellar/syncer/test/support"
 )
 
 // TestObjectSizeLimit: with --max-object-bytes=64Ki, a 100 KiB ConfigMap is not written at the edge
@@ -159,4 +161,38 @@ func TestObjectCountLimit(t *testing.T) {
 		return v == "v1", fmt.Sprintf("%s data.k = %q, want v1 (the change upstream held)", name(0), v)
 	})
 	heldGauge(1)
+}
+
+// TestEdgeStorageBound: with --max-edge-bytes=8Ki, a ConfigMap of 2 KiB syncs, one of 7 KiB beside it
+// would pass the bound and is held (a Warning Event EdgeStorageFull, ObjectsSynced False naming it,
+// not at the edge, the gauge within the bound); kept copies count. Once the first is deleted upstream
+// and at the edge, the held one fits and syncs at the next recheck. What the mailbox can make the
+// edge store is the edge's bound: the test runs against the kube upstream only.
+func TestEdgeStorageBound(t *testing.T) {
+	if upstreamIsKCP() {
+		support.SkipBecause(t, "the bound is on what the edge stores: its test runs against the kube upstream")
+	}
+	t.Parallel()
+	f := newFixture(t)
+	ns := f.namespace("app")
+	f.create(f.up, gvrConfigMaps, configMap(ns, "first", map[string]interface{}{"k": strings.Repeat("a", 2<<10)}))
+	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps")))
+	s := f.startSyncer(f.ownConfigs(), withArgs("--max-edge-bytes=8Ki", "--conflict-recheck-period=2s", "--heartbeat-period=1s"))
+	f.waitFor(f.down, gvrConfigMaps, ns, "first", hasMark)
+
+	f.create(f.up, gvrConfigMaps, configMap(ns, "second", map[string]interface{}{"k": strings.Repeat("b", 7<<10)}))
+	f.waitEvent(f.up, ns, "second", "EdgeStorageFull", "would hold more than the 8192 bytes a mailbox may make the edge store (--max-edge-bytes)")
+	f.waitFor(f.up, gvrSyncerConfig, "", f.name, func(o *unstructured.Unstructured) (bool, string) {
+		status, _, msg := conditionOf(o, "ObjectsSynced")
+		return status == "False" && strings.Contains(msg, "configmaps "+ns+"/second"), status + ": " + msg
+	})
+	if _, err := f.get(f.down, gvrConfigMaps, ns, "second"); err == nil {
+		t.Error("the ConfigMap past the bound was written at the edge")
+	}
+	if v := s.metrics()["kubestellar_syncer_edge_stored_bytes{}"]; v < 2<<10 || v > 8<<10 {
+		t.Errorf("kubestellar_syncer_edge_stored_bytes %v: want the first ConfigMap's size, within the bound", v)
+	}
+
+	f.delete(f.up, gvrConfigMaps, ns, "first")
+	f.waitFor(f.down, gvrConfigMaps, ns, "second", hasMark)
 }

@@ -80,8 +80,9 @@ type Options struct {
 	LeaderElectRetryPeriod   time.Duration
 	DiscoveryRefreshPeriod   time.Duration
 	MaxNamespaceInformers    int
-	// MaxObjectBytes is --max-object-bytes, a quantity ("1536Ki"); ObjectBytesLimit is its value.
-	MaxObjectBytes string
+	// MaxObjectBytes is --max-object-bytes, a quantity ("1536Ki"); ObjectBytesLimit is its value;
+	// MaxEdgeBytes --max-edge-bytes, EdgeBytesLimit its value.
+	MaxObjectBytes, MaxEdgeBytes string
 	// MaxObjectsPerResource is --max-objects-per-resource.
 	MaxObjectsPerResource  int
 	AuditPeriod            time.Duration
@@ -171,6 +172,7 @@ func NewOptions() *Options {
 		DiscoveryRefreshPeriod:     5 * time.Minute,
 		MaxNamespaceInformers:      informermanager.DefaultMaxNamespaces,
 		MaxObjectBytes:             DefaultMaxObjectBytes,
+		MaxEdgeBytes:               DefaultMaxEdgeBytes,
 		MaxObjectsPerResource:      DefaultMaxObjectsPerResource,
 		AuditPeriod:                5 * time.Minute,
 		ConflictRecheckPeriod:      time.Minute,
@@ -234,6 +236,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.LeaderElectRetryPeriod, "leader-elect-retry-period", o.LeaderElectRetryPeriod, "How often candidates try to acquire or renew the Lease.")
 	fs.DurationVar(&o.DiscoveryRefreshPeriod, "discovery-refresh-period", o.DiscoveryRefreshPeriod, "How often discovery is re-read as a safety net for APIs that appear without a CRD; 0 disables it.")
 	fs.DurationVar(&o.AuditPeriod, "audit-period", o.AuditPeriod, "How often the syncer looks in its caches for objects it should have deleted and has not (an edge copy whose upstream object is gone, an upstream copy whose edge object is gone); one found twice in a row is logged, counted in kubestellar_syncer_orphans_found_total and processed again. 0 disables it.")
+	fs.StringVar(&o.MaxEdgeBytes, "max-edge-bytes", o.MaxEdgeBytes, "What a mailbox may make the edge store through the syncer: the syncer's copies there in all, as written (JSON; copies kept after their upstream object went included), a quantity (1Gi, 512Mi). A write that would pass it is held (the edge keeps what it has) and said upstream: a Warning Event EdgeStorageFull, ObjectsSynced False; a write that does not grow a copy always goes. 0: no limit. In many-mailboxes mode, per workspace.")
 	fs.StringVar(&o.MaxObjectBytes, "max-object-bytes", o.MaxObjectBytes, "The largest upstream object the syncer holds and syncs, as its JSON (a quantity: 1536Ki, 64Ki). A larger one is held as its metadata only, not written at the edge (which keeps the version it has) and said upstream: a Warning Event ObjectTooLarge, ObjectsSynced False. 0: no limit. The default is the largest object an etcd-backed apiserver stores by default.")
 	fs.IntVar(&o.MaxObjectsPerResource, "max-objects-per-resource", o.MaxObjectsPerResource, "How many objects of one upstream resource, in the namespaces selected, the syncer holds and syncs. Past it the resource is held: its informer stops, nothing more of it is written at the edge (which keeps what it has), and SelectionValid says so (TooManyObjects) until the objects are that many or fewer again (counted at each config change and every --discovery-refresh-period). 0: no limit. Not applied with --apiexport-endpoint-slice.")
 	fs.IntVar(&o.MaxNamespaceInformers, "max-namespace-informers", o.MaxNamespaceInformers, "How many namespaces a resource may be selected in and still be listed and watched upstream one namespace at a time; past it, the syncer lists and watches it cluster-wide (keeping only those namespaces' objects) where it may, as a SelfSubjectAccessReview tells, and namespace by namespace otherwise.")
@@ -357,6 +360,9 @@ func (o *Options) Validate() error {
 	if _, err := o.ObjectBytesLimit(); err != nil {
 		errs = append(errs, err.Error())
 	}
+	if _, err := o.EdgeBytesLimit(); err != nil {
+		errs = append(errs, err.Error())
+	}
 	errs = append(errs, o.validateLimits()...)
 	if _, err := labels.Parse(o.SyncerConfigSelector); err != nil {
 		errs = append(errs, fmt.Sprintf("--syncer-config-selector: %v", err))
@@ -440,13 +446,27 @@ const DefaultMaxObjectsPerResource = 100000
 // DefaultMaxObjectBytes is --max-object-bytes' default: etcd's default request limit.
 const DefaultMaxObjectBytes = "1536Ki"
 
+// DefaultMaxEdgeBytes is --max-edge-bytes' default: half of etcd's default storage quota.
+const DefaultMaxEdgeBytes = "1Gi"
+
 // ObjectBytesLimit is --max-object-bytes in bytes (0: no limit).
 func (o *Options) ObjectBytesLimit() (int, error) {
-	q, err := resource.ParseQuantity(o.MaxObjectBytes)
-	if err != nil || q.Sign() < 0 || !q.IsZero() && q.Value() > math.MaxInt32 {
-		return 0, fmt.Errorf("--max-object-bytes %q: want a size such as 1536Ki or 64Ki, or 0 for no limit", o.MaxObjectBytes)
+	n, err := bytesLimit("max-object-bytes", o.MaxObjectBytes, math.MaxInt32, "1536Ki or 64Ki")
+	return int(n), err
+}
+
+// EdgeBytesLimit is --max-edge-bytes in bytes (0: no limit).
+func (o *Options) EdgeBytesLimit() (int64, error) {
+	return bytesLimit("max-edge-bytes", o.MaxEdgeBytes, math.MaxInt64, "1Gi or 512Mi")
+}
+
+// bytesLimit is a size flag's value in bytes, at most max.
+func bytesLimit(flag, value string, max int64, examples string) (int64, error) {
+	q, err := resource.ParseQuantity(value)
+	if err != nil || q.Sign() < 0 || !q.IsZero() && q.Value() > max {
+		return 0, fmt.Errorf("--%s %q: want a size such as %s, or 0 for no limit", flag, value, examples)
 	}
-	return int(q.Value()), nil
+	return q.Value(), nil
 }
 
 // RESTConfigs loads the two kubeconfigs. Errors name the flag and the file, in one line.
