@@ -62,6 +62,9 @@ type Metrics struct {
 	// APIRequests counts requests sent to an apiserver by side, verb (GET, LIST, WATCH, CREATE,
 	// UPDATE, PATCH, DELETE, DISCOVERY) and HTTP code ("error" when no response came back).
 	APIRequests *prometheus.CounterVec
+	// Bytes counts the HTTP body bytes sent and received, as they travel, by side, direction, verb and
+	// resource (bytes.go).
+	Bytes *prometheus.CounterVec
 	// Writes counts writes the syncer made or attempted, by direction, resource and result.
 	Writes *prometheus.CounterVec
 	// GateVerdicts counts the keys a per-object policy stopped, by direction, gate (its name in the
@@ -149,6 +152,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		APIRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "api_requests_total",
 			Help: "API requests sent by the syncer, by side, verb and HTTP status code."}, []string{"side", "verb", "code"}),
+		Bytes: newBytes(),
 		Writes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "writes_total",
 			Help: "Writes made or attempted by the syncer, by direction, resource and result."}, []string{"direction", "resource", "result"}),
 		GateVerdicts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "gate_verdicts_total",
@@ -219,7 +223,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			m.APIRequests.WithLabelValues(side, verb, code)
 		}
 	}
-	reg.MustRegister(m.APIRequests, m.Writes, m.GateVerdicts, m.Orphans, m.EdgeWarnings, m.DeletionsHeld, m.FenceInForce, m.EdgeStoredBytes, m.DriftHeld, m.ResourcesOverLimit, m.Workspaces, m.InformersRunning, m.InformersSynced, m.SyncLatency, m.Leader,
+	reg.MustRegister(m.APIRequests, m.Bytes, m.Writes, m.GateVerdicts, m.Orphans, m.EdgeWarnings, m.DeletionsHeld, m.FenceInForce, m.EdgeStoredBytes, m.DriftHeld, m.ResourcesOverLimit, m.Workspaces, m.InformersRunning, m.InformersSynced, m.SyncLatency, m.Leader,
 		m.LastHeartbeat, m.ClientRequests, m.ClientRequestLatency, m.ClientRateLimiterLatency, m.objects,
 		q.depth, q.adds, q.latency, q.workDuration, q.unfinished, q.longest, q.retries,
 		buildInfo(version.Get()))
@@ -312,7 +316,8 @@ func (c *objectsCollector) Collect(ch chan<- prometheus.Metric) {
 	})
 }
 
-// InstrumentTransport counts every request sent through rt on APIRequests, with the given side.
+// InstrumentTransport counts every request sent through rt on APIRequests, and its body bytes on
+// Bytes, with the given side. It goes right above the connection's transport (rest.Config.Wrap).
 func (m *Metrics) InstrumentTransport(side string, rt http.RoundTripper) http.RoundTripper {
 	return roundTripper{side: side, next: rt, m: m}
 }
@@ -324,10 +329,12 @@ type roundTripper struct {
 }
 
 func (r roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	req, received := r.countBytes(req)
 	resp, err := r.next.RoundTrip(req)
 	code := "error"
 	if err == nil {
 		code = strconv.Itoa(resp.StatusCode)
+		received(resp)
 	}
 	r.m.APIRequests.WithLabelValues(r.side, Verb(req.Method, req.URL.Path, req.URL.Query().Get("watch")), code).Inc()
 	return resp, err
