@@ -431,6 +431,7 @@ func engineConfig(opts *options.Options, upCfg, downCfg *rest.Config, m *metrics
 		MaxNamespaceInformers:  opts.MaxNamespaceInformers,
 		AuditPeriod:            opts.AuditPeriod,
 		HeartbeatPeriod:        opts.HeartbeatPeriod,
+		HeartbeatRefresh:       opts.HeartbeatRefresh,
 		ConflictRecheckPeriod:  opts.ConflictRecheckPeriod,
 		EdgeWarnings:           opts.EdgeWarnings,
 		ReportOnly:             opts.ReportOnly,

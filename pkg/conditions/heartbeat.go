@@ -37,6 +37,10 @@ type Config struct {
 	FieldManager string
 	// SyncTarget names this syncer's entry in each config's status.syncTargets.
 	SyncTarget string
+	// Refresh, when positive, is how old the heartbeat on a config may grow while nothing else in
+	// its status changes: a beat that would write the same status over a younger heartbeat writes
+	// nothing (current). 0: every beat writes.
+	Refresh time.Duration
 }
 
 // Heartbeat writes the heartbeat and conditions on every SyncerConfig and EdgeSyncConfig.
@@ -76,7 +80,9 @@ func (h *Heartbeat) fieldManager() string {
 
 // Beat writes lastSyncerHeartbeatTime and the conditions on every SyncerConfig and EdgeSyncConfig: a
 // server-side apply of the status subresource each, so that conditions merge by type. A condition keeps its
-// lastTransitionTime while its status holds.
+// lastTransitionTime while its status holds. A config whose status is already what the beat would
+// write, under a heartbeat younger than Config.Refresh, is not written (it counts as written: the
+// upstream shows the syncer's state).
 func (h *Heartbeat) Beat(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	now := metav1.Now()
@@ -87,9 +93,13 @@ func (h *Heartbeat) Beat(ctx context.Context) {
 	failed := 0
 	for _, cfg := range h.cfg.Configs() {
 		kind, gvr := KindOf(cfg)
-		body := StatusApply(cfg, h.cfg.SyncTarget, ForConfig(kind, cfg.GetName(), cfg.GetGeneration(), problems, shared), now, 3*h.period)
+		body := StatusApply(cfg, h.cfg.SyncTarget, ForConfig(kind, cfg.GetName(), cfg.GetGeneration(), problems, shared), now, 3*max(h.period, h.cfg.Refresh))
 		if kind == problem.SyncerConfig {
 			withReport(body, summary)
+		}
+		if h.cfg.Refresh > 0 && current(cfg, body, h.cfg.SyncTarget, now.Time, h.cfg.Refresh) {
+			logger.V(logging.Trace).Info("Heartbeat unchanged and fresh; not written", problem.ConfigKeysAndValues(kind, cfg.GetName())...)
+			continue
 		}
 		_, err := h.cfg.Upstream.Resource(gvr).ApplyStatus(ctx, cfg.GetName(), body,
 			metav1.ApplyOptions{FieldManager: h.fieldManager(), Force: true})

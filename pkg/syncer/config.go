@@ -149,4 +149,7 @@ type Config struct {
 	// HeartbeatPeriod is how often the syncer writes its heartbeat and conditions on every
 	// SyncerConfig's status; 0 disables it.
 	HeartbeatPeriod time.Duration
+	// HeartbeatRefresh is how old the heartbeat may grow while the status does not change
+	// (conditions.Config.Refresh).
+	HeartbeatRefresh time.Duration
 }

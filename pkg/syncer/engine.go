@@ -264,7 +264,7 @@ func (s *Syncer) newControllers() error {
 		return err
 	}
 	s.heartbeat, err = conditions.New(conditions.Config{Upstream: cfg.UpstreamDynamic, Configs: s.configs, Sources: sources{s},
-		Metrics: cfg.Metrics, FieldManager: cfg.FieldManager, SyncTarget: cfg.SyncTargetName})
+		Metrics: cfg.Metrics, FieldManager: cfg.FieldManager, SyncTarget: cfg.SyncTargetName, Refresh: cfg.HeartbeatRefresh})
 	return err
 }
 

@@ -39,7 +39,7 @@ func TestEdgeSyncConfig(t *testing.T) {
 	servedAtStart := err == nil
 	t.Cleanup(func() { _ = f.up.dyn.Resource(gvrCRDs).Delete(context.Background(), crdName, metav1.DeleteOptions{}) })
 
-	p := f.startSyncer(withArgs("--heartbeat-period=500ms"))
+	p := f.startSyncer(withArgs("--heartbeat-period=500ms", "--heartbeat-refresh-period=1s"))
 	eventually(t, time.Minute, "/readyz", func() (bool, string) {
 		code, body := p.probe("/readyz")
 		return code == 200, fmt.Sprintf("%d %s", code, body)

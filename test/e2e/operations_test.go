@@ -50,7 +50,7 @@ func TestHeartbeatConditionsAndEvents(t *testing.T) {
 	f.create(f.up, gvrConfigMaps, configMap(ns, "free", map[string]interface{}{"from": "upstream"}))
 	spec := nsScope([]string{ns}, resource("", "v1", "configmaps"), resource("", "v1", "nosuchthings"))
 	f.syncerConfig(f.name, spec)
-	p := f.startSyncer(withArgs("--heartbeat-period=1s", "--conflict-recheck-period=2s"))
+	p := f.startSyncer(withArgs("--heartbeat-period=1s", "--heartbeat-refresh-period=2s", "--conflict-recheck-period=2s"))
 	f.waitFor(f.down, gvrConfigMaps, ns, "free", hasMark)
 
 	cfg := f.waitFor(f.up, gvrSyncerConfig, "", f.name, func(o *unstructured.Unstructured) (bool, string) {

@@ -3,9 +3,7 @@
 package options
 
 import (
-	"errors"
 	"fmt"
-	"math"
 	"os"
 	"slices"
 	"strings"
@@ -13,8 +11,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -24,8 +20,6 @@ import (
 	"github.com/kubestellar/syncer/pkg/informermanager"
 	"github.com/kubestellar/syncer/pkg/legacyflags"
 	"github.com/kubestellar/syncer/pkg/mapping"
-	"github.com/kubestellar/syncer/pkg/signature"
-	"github.com/kubestellar/syncer/pkg/wellknown"
 )
 
 // Options are the syncer's flags. The first group keeps the names of the release-0.14 syncer.
@@ -58,6 +52,7 @@ type Options struct {
 	HealthProbeBindAddress string
 	Profiling              bool
 	HeartbeatPeriod        time.Duration
+	HeartbeatRefresh       time.Duration
 	// MemoryLimitRatio is the share of the container's memory limit given to the Go runtime as its
 	// soft limit (unless GOMEMLIMIT is set); 0 leaves the runtime without one.
 	MemoryLimitRatio float64
@@ -162,6 +157,7 @@ func NewOptions() *Options {
 		SignaturePolicy:        "Off",
 		HealthProbeBindAddress: ":8081",
 		HeartbeatPeriod:        20 * time.Second,
+		HeartbeatRefresh:       5 * time.Minute,
 		MemoryLimitRatio:       0.9,
 
 		// The leader renews every retry period (6 Lease updates a minute, not client-go's 30 at 2 s);
@@ -225,7 +221,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.EdgeWarnings, "edge-warnings", o.EdgeWarnings, "Tell warnings at the edge about the objects the syncer wrote (Warning Events, and Pods' containers waiting to be pulled, crash-looping or OOM-killed, of the objects it wrote and of those they own) as Warning Events on their upstream objects, so that kubectl describe upstream shows why a workload does not run. Needs list and watch of events, pods and replicasets at the edge.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's /debug/pprof on the metrics address (heap?gc=1 collects first: what the benchmark reads).")
 	fs.Float64Var(&o.MemoryLimitRatio, "memory-limit-ratio", o.MemoryLimitRatio, "Share of the container's memory limit (its cgroup's) that the Go runtime keeps to, collecting garbage harder as it nears it instead of being killed; ignored when $GOMEMLIMIT is set or there is no limit; 0 disables it.")
-	fs.DurationVar(&o.HeartbeatPeriod, "heartbeat-period", o.HeartbeatPeriod, "How often the heartbeat and conditions are written on every SyncerConfig's status; 0 disables it.")
+	fs.DurationVar(&o.HeartbeatPeriod, "heartbeat-period", o.HeartbeatPeriod, "How often the conditions are computed for every SyncerConfig's status, and written there when they changed; 0 disables the heartbeat.")
+	fs.DurationVar(&o.HeartbeatRefresh, "heartbeat-refresh-period", o.HeartbeatRefresh, "How old the heartbeat on a SyncerConfig (status.lastSyncerHeartbeatTime) may grow while nothing else in its status changes: an idle syncer writes its status once per this period instead of once per --heartbeat-period. 0: every heartbeat writes.")
 	fs.StringVar(&o.Executor, "executor", o.Executor, "Write at the edge, on the mailboxes' behalf, as this ServiceAccount (name, in $POD_NAMESPACE, or namespace/name), which the syncer impersonates: what it may write is then what the edge owner grants it, checked by the edge's apiserver (syncer-gen's fence). Reads, Events, the Lease and the token Secret stay the syncer's own. Empty: the syncer writes as itself.")
 	fs.StringVar(&o.UpstreamTokenSecret, "upstream-token-secret", o.UpstreamTokenSecret, "Renew the upstream ServiceAccount token when half its life has gone (TokenRequest on its own ServiceAccount: syncer-gen grants it), and keep each renewed token in this Secret at the edge (name, in $POD_NAMESPACE, or namespace/name), which a restarted syncer starts from. syncer-gen's manifest and the chart create it empty. Empty: the token is used as it is until it expires.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Run only while holding a Lease in the edge cluster, so that several replicas are safe; only the leader watches and writes.")
@@ -315,158 +312,6 @@ func (o *Options) Complete() error {
 		}
 	}
 	return nil
-}
-
-// Validate reports every flag error at once.
-func (o *Options) Validate() error {
-	var errs []string
-	if o.FromKubeconfig == "" {
-		errs = append(errs, "--upstream-kubeconfig is required")
-	}
-	if o.legacyLogs != nil {
-		if err := o.legacyLogs(); err != nil {
-			errs = append(errs, err.Error())
-		}
-	}
-	if o.SyncTargetUID == "" {
-		errs = append(errs, "--sync-target-uid is required")
-	}
-	if o.MetricsCertDir != "" && !o.MetricsSecure {
-		errs = append(errs, "--metrics-cert-dir needs --metrics-secure")
-	}
-	if p, err := signature.ParsePolicy(o.SignaturePolicy); err != nil {
-		errs = append(errs, "--signature-policy: "+err.Error())
-	} else if p != signature.Off && len(o.SignatureKeys) == 0 {
-		errs = append(errs, "--signature-policy="+string(p)+" needs --signature-keys")
-	}
-	if o.QPS == 0 || (o.QPS > 0 && o.Burst <= 0) {
-		errs = append(errs, "--upstream-qps (--qps) must be positive (or negative: no client-side limit) and --upstream-burst (--burst) positive")
-	}
-	if o.DownstreamQPS == 0 || (o.DownstreamQPS > 0 && o.DownstreamBurst <= 0) {
-		errs = append(errs, "--downstream-qps must be positive (or negative: no client-side limit) and --downstream-burst positive")
-	}
-	for _, f := range [][2]string{{"upstream-token-secret", o.UpstreamTokenSecret}, {"executor", o.Executor}, {"deletion-release-configmap", o.DeletionReleaseConfigMap}} {
-		flag, value := f[0], f[1]
-		if ns, name, ok := strings.Cut(value, "/"); value != "" && value != DefaultDeletionReleaseConfigMap && (!ok || ns == "" || name == "" || strings.Contains(name, "/")) {
-			errs = append(errs, "--"+flag+" needs a namespace: namespace/name, or a name with $POD_NAMESPACE set")
-		}
-	}
-	if err := wellknown.CheckFenceAllow(o.FenceAllow); err != nil {
-		errs = append(errs, "--fence-allow: "+err.Error())
-	}
-	if o.MaxObjectsPerResource < 0 {
-		errs = append(errs, fmt.Sprintf("--max-objects-per-resource %d: want a number of objects, or 0 for no limit", o.MaxObjectsPerResource))
-	}
-	if _, err := o.ObjectBytesLimit(); err != nil {
-		errs = append(errs, err.Error())
-	}
-	if _, err := o.EdgeBytesLimit(); err != nil {
-		errs = append(errs, err.Error())
-	}
-	errs = append(errs, o.validateLimits()...)
-	if _, err := labels.Parse(o.SyncerConfigSelector); err != nil {
-		errs = append(errs, fmt.Sprintf("--syncer-config-selector: %v", err))
-	}
-	errs = append(errs, o.validateLogs()...)
-	if len(errs) > 0 {
-		return errors.New(strings.Join(errs, "; "))
-	}
-	return nil
-}
-
-// validateLimits checks the numbers the flags set: leader election's timings, workers, periods and
-// limits.
-func (o *Options) validateLimits() []string {
-	var errs []string
-	if o.LeaderElect {
-		if o.LeaderElectResourceNamespace == "" {
-			errs = append(errs, "--leader-elect needs --leader-elect-resource-namespace (or $POD_NAMESPACE)")
-		}
-		if !(o.LeaderElectRetryPeriod > 0 && o.LeaderElectRetryPeriod < o.LeaderElectRenewDeadline && o.LeaderElectRenewDeadline < o.LeaderElectLeaseDuration) {
-			errs = append(errs, "leader election timings must satisfy 0 < --leader-elect-retry-period < --leader-elect-renew-deadline < --leader-elect-lease-duration")
-		}
-	}
-	for _, w := range []struct {
-		flag string
-		n    int
-	}{{"--workers", o.Workers}, {"--status-workers", o.StatusWorkers}, {"--upsync-workers", o.UpsyncWorkers}} {
-		if w.n < 1 {
-			errs = append(errs, fmt.Sprintf("%s must be at least 1 (got %d)", w.flag, w.n))
-		}
-	}
-	if o.MemoryLimitRatio < 0 || o.MemoryLimitRatio > 1 {
-		errs = append(errs, fmt.Sprintf("--memory-limit-ratio must be between 0 and 1 (got %v)", o.MemoryLimitRatio))
-	}
-	if o.DeletionBreakerCount < 0 || o.DeletionBreakerHourlyCount < 0 || o.DeletionBreakerPercent < 0 || o.DeletionBreakerPercent > 100 {
-		errs = append(errs, "--deletion-breaker-count and --deletion-breaker-hourly-count must not be negative, --deletion-breaker-percent must be between 0 and 100")
-	}
-	if o.AuditPeriod < 0 {
-		errs = append(errs, "--audit-period must not be negative")
-	}
-	if o.MaxNamespaceInformers < 1 {
-		errs = append(errs, fmt.Sprintf("--max-namespace-informers must be at least 1 (got %d)", o.MaxNamespaceInformers))
-	}
-	if o.HeartbeatPeriod < 0 {
-		errs = append(errs, "--heartbeat-period must not be negative")
-	}
-	return errs
-}
-
-// validateLogs checks the logging configuration as component-base will when main applies it, and
-// words each problem with the flag that caused it.
-func (o *Options) validateLogs() []string {
-	var errs []string
-	known := slices.Contains(LoggingFormats, o.Logs.Format)
-	if !known {
-		errs = append(errs, fmt.Sprintf("--logging-format must be one of %s (got %q)", strings.Join(LoggingFormats, ", "), o.Logs.Format))
-	}
-	for _, e := range logsapi.Validate(o.Logs, nil, nil) {
-		if !known && e.Field == "format" {
-			continue // said above
-		}
-		name := e.Field
-		for field, flag := range logFlags {
-			if e.Field == field || strings.HasPrefix(e.Field, field+"[") {
-				name = flag
-			}
-		}
-		detail := e.Detail
-		if detail == "" {
-			detail = e.ErrorBody()
-		}
-		errs = append(errs, name+": "+detail)
-	}
-	return errs
-}
-
-// DefaultMaxObjectsPerResource is --max-objects-per-resource's default: the most objects the syncer's
-// memory was measured with (docs/performance.md), about 800 MB of them.
-const DefaultMaxObjectsPerResource = 100000
-
-// DefaultMaxObjectBytes is --max-object-bytes' default: etcd's default request limit.
-const DefaultMaxObjectBytes = "1536Ki"
-
-// DefaultMaxEdgeBytes is --max-edge-bytes' default: half of etcd's default storage quota.
-const DefaultMaxEdgeBytes = "1Gi"
-
-// ObjectBytesLimit is --max-object-bytes in bytes (0: no limit).
-func (o *Options) ObjectBytesLimit() (int, error) {
-	n, err := bytesLimit("max-object-bytes", o.MaxObjectBytes, math.MaxInt32, "1536Ki or 64Ki")
-	return int(n), err
-}
-
-// EdgeBytesLimit is --max-edge-bytes in bytes (0: no limit).
-func (o *Options) EdgeBytesLimit() (int64, error) {
-	return bytesLimit("max-edge-bytes", o.MaxEdgeBytes, math.MaxInt64, "1Gi or 512Mi")
-}
-
-// bytesLimit is a size flag's value in bytes, at most max.
-func bytesLimit(flag, value string, max int64, examples string) (int64, error) {
-	q, err := resource.ParseQuantity(value)
-	if err != nil || q.Sign() < 0 || !q.IsZero() && q.Value() > max {
-		return 0, fmt.Errorf("--%s %q: want a size such as %s, or 0 for no limit", flag, value, examples)
-	}
-	return q.Value(), nil
 }
 
 // RESTConfigs loads the two kubeconfigs. Errors name the flag and the file, in one line.
