@@ -41,6 +41,7 @@ import (
 	"github.com/kubestellar/syncer/pkg/credential"
 	"github.com/kubestellar/syncer/pkg/downsync"
 	"github.com/kubestellar/syncer/pkg/dynclient"
+	"github.com/kubestellar/syncer/pkg/etagcache"
 	"github.com/kubestellar/syncer/pkg/mailboxes"
 	"github.com/kubestellar/syncer/pkg/metrics"
 	"github.com/kubestellar/syncer/pkg/reachability"
@@ -181,11 +182,12 @@ func instrument(upCfg, downCfg *rest.Config) (obs observers, reviews *rest.Confi
 	reviews = rest.CopyConfig(downCfg)
 	reviews.QPS, reviews.Burst = 20, 40 // a flood of requests to the metrics address cannot flood the edge
 	obs.reach = reachability.New(obs.reg, syncer.Upstream, syncer.Downstream)
+	// Discovery is revalidated by its ETag (above the counting, which sees the 304s as they travel).
 	upCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return obs.m.InstrumentTransport(syncer.Upstream, obs.reach.Transport(syncer.Upstream, rt))
+		return etagcache.New(obs.m.InstrumentTransport(syncer.Upstream, obs.reach.Transport(syncer.Upstream, rt)))
 	})
 	downCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return obs.m.InstrumentTransport(syncer.Downstream, obs.reach.Transport(syncer.Downstream, rt))
+		return etagcache.New(obs.m.InstrumentTransport(syncer.Downstream, obs.reach.Transport(syncer.Downstream, rt)))
 	})
 	return obs, reviews
 }
