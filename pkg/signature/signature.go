@@ -259,7 +259,9 @@ func sameIdentity(manifest map[string]interface{}, obj *unstructured.Unstructure
 	return nil
 }
 
-// applied is the manifest with what the signature leaves out taken from obj.
+// applied is the manifest with what the signature leaves out taken from obj: the server's metadata,
+// the status, and the annotations of the syncer's domain that steer it (a pause, the drift policy).
+// Unsigned labels of that domain are not taken: no edge selector can be made to match them.
 func applied(obj *unstructured.Unstructured, manifest map[string]interface{}) *unstructured.Unstructured {
 	out := &unstructured.Unstructured{Object: deepCopy(manifest)}
 	if st, ok := obj.Object["status"]; ok {
@@ -271,20 +273,18 @@ func applied(obj *unstructured.Unstructured, manifest map[string]interface{}) *u
 			_ = unstructured.SetNestedField(out.Object, v, "metadata", f)
 		}
 	}
-	for _, field := range []string{"annotations", "labels"} {
-		from, _, _ := unstructured.NestedStringMap(obj.Object, "metadata", field)
-		to, _, _ := unstructured.NestedStringMap(out.Object, "metadata", field)
-		for k, v := range from {
-			if unsigned(k) && k != mapping.SignedSerialAnnotation { // the mailbox's say is no serial
-				if to == nil {
-					to = map[string]string{}
-				}
-				to[k] = v
+	from, _, _ := unstructured.NestedStringMap(obj.Object, "metadata", "annotations")
+	to, _, _ := unstructured.NestedStringMap(out.Object, "metadata", "annotations")
+	for k, v := range from {
+		if unsigned(k) && k != mapping.SignedSerialAnnotation { // the mailbox's say is no serial
+			if to == nil {
+				to = map[string]string{}
 			}
+			to[k] = v
 		}
-		if len(to) > 0 {
-			_ = unstructured.SetNestedStringMap(out.Object, to, "metadata", field)
-		}
+	}
+	if len(to) > 0 {
+		_ = unstructured.SetNestedStringMap(out.Object, to, "metadata", "annotations")
 	}
 	return out
 }
