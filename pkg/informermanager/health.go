@@ -130,7 +130,7 @@ func (lw *observedListWatch) WatchWithContext(ctx context.Context, o metav1.List
 	if initial {
 		lw.h.listStarting()
 	}
-	w, err := lw.l.Watch(ctx, o)
+	w, err := watchResuming(ctx, o, lw.l.Watch)
 	lw.h.observe(err)
 	if err != nil {
 		return nil, err
