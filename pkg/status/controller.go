@@ -106,6 +106,8 @@ type Controller struct {
 	// driftedLabel is the key of the label telling that this target holds an object's drift
 	// (mapping.DriftedLabel); "" when its name cannot be one.
 	driftedLabel string
+	// paced are the keys' last status writes (pace.go).
+	paced pace
 }
 
 // NewController wires the controller; it does no API I/O.
@@ -324,6 +326,11 @@ func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, d
 		logger.V(logging.Skip).Info("Upstream status is up to date")
 		return 0, nil
 	}
+	now := c.cfg.Now()
+	if wait := c.paced.wait(key, now); wait > 0 {
+		logger.V(logging.Skip).Info("Status written less than a second ago; writing the latest then", "after", wait)
+		return wait, nil
+	}
 	updated := up.DeepCopy() // never mutate the cache's object
 	updated.Object["status"] = status
 	client := c.cfg.Upstream.Resource(r.Upstream).Namespace(key.Namespace)
@@ -345,6 +352,7 @@ func (c *Controller) write(ctx context.Context, key framework.Key, r Resource, d
 	case err != nil:
 		return 0, c.writes.Failed(key, up, "StatusFailed", "writing status upstream", err)
 	}
+	c.paced.wrote(key, now)
 	c.writes.Applied(ctx, key, metrics.Updated, "Returned status upstream", "subresource", r.UpstreamHasStatus)
 	return 0, nil
 }
