@@ -2,7 +2,9 @@ package informermanager
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 )
 
 // Lister lists and watches one resource (a dynamic client's resource, or kcp-dev/client-go's
@@ -139,7 +142,9 @@ func (lw *observedListWatch) WatchWithContext(ctx context.Context, o metav1.List
 	if initial {
 		early = lw.early
 	}
-	return newObservedWatch(w, lw.h, early), nil
+	ow := newObservedWatch(w, lw.h, initial, early)
+	ow.logger = klog.FromContext(ctx)
+	return ow, nil
 }
 
 // List and Watch serve callers without a context (none of the syncer's).
@@ -157,7 +162,8 @@ func (lw *observedListWatch) IsWatchListSemanticsUnSupported() bool { return lw.
 
 // observedWatch passes on every event of a watch, tells h when one is an error (the watch then ends:
 // a 410 Gone, say), and gives early, if set, the objects of the initial events (a streamed list)
-// until the bookmark that ends them. Unlike watch.Filter, it never blocks on a consumer that has
+// until the bookmark that ends them. A streamed list that stalls (stalled) ends with an error, so
+// that the reflector lists instead. Unlike watch.Filter, it never blocks on a consumer that has
 // stopped.
 type observedWatch struct {
 	in       watch.Interface
@@ -165,14 +171,19 @@ type observedWatch struct {
 	done     chan struct{}
 	stopOnce sync.Once
 	h        *Health
+	initial  bool
 	early    func(*unstructured.Unstructured)
+	logger   klog.Logger
 }
 
-func newObservedWatch(in watch.Interface, h *Health, early func(*unstructured.Unstructured)) *observedWatch {
-	w := &observedWatch{in: in, out: make(chan watch.Event), done: make(chan struct{}), h: h, early: early}
+func newObservedWatch(in watch.Interface, h *Health, initial bool, early func(*unstructured.Unstructured)) *observedWatch {
+	w := &observedWatch{in: in, out: make(chan watch.Event), done: make(chan struct{}), h: h, initial: initial, early: early, logger: klog.Background()}
 	go w.loop()
 	return w
 }
+
+// streamStall is how long a streamed list may bring no object before it is taken for stalled.
+var streamStall = 30 * time.Second
 
 func (w *observedWatch) ResultChan() <-chan watch.Event { return w.out }
 
@@ -183,25 +194,60 @@ func (w *observedWatch) Stop() {
 
 func (w *observedWatch) loop() {
 	defer close(w.out)
-	initial := w.early != nil
-	for e := range w.in.ResultChan() {
+	initial := w.initial
+	stall := time.NewTimer(streamStall)
+	defer stall.Stop()
+	if !initial {
+		stall.Stop()
+	}
+	for {
+		var e watch.Event
+		select {
+		case ev, ok := <-w.in.ResultChan():
+			if !ok {
+				return
+			}
+			e = ev
+		case <-stall.C:
+			w.stalled(fmt.Sprintf("it brought no object for %v and has not ended", streamStall))
+			return
+		case <-w.done:
+			return
+		}
 		switch {
 		case e.Type == watch.Error:
 			w.h.dropped()
 		case initial && e.Type == watch.Added:
-			if u, ok := e.Object.(*unstructured.Unstructured); ok {
+			stall.Reset(streamStall)
+			if u, ok := e.Object.(*unstructured.Unstructured); ok && w.early != nil {
 				w.early(u)
 			}
 		case initial && e.Type == watch.Bookmark:
-			// The bookmark annotated k8s.io/initial-events-end closes the initial list.
-			if m, ok := e.Object.(metav1.Object); ok && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
-				initial = false
+			// The bookmark annotated k8s.io/initial-events-end closes the initial list; any other
+			// means the server sent it and something on the way dropped it.
+			if m, ok := e.Object.(metav1.Object); !ok || m.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
+				w.stalled("a bookmark came without the initial-events-end annotation: something between the syncer and the apiserver drops it")
+				return
 			}
+			initial = false
+			stall.Stop()
 		}
 		select {
 		case w.out <- e:
 		case <-w.done:
 			return
 		}
+	}
+}
+
+// stalled ends a streamed list that will not end, with an error the reflector answers by listing
+// (client-go falls back to a LIST when a streamed list fails); said at level 0, once per watch.
+func (w *observedWatch) stalled(why string) {
+	w.in.Stop()
+	w.logger.Info("A streamed list did not end; listing instead", "reason", why)
+	err := apierrors.NewTimeoutError("the streamed list did not end: "+why, 0)
+	select {
+	case w.out <- watch.Event{Type: watch.Error, Object: &err.ErrStatus}:
+	case <-w.done:
 	}
 }
