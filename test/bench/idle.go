@@ -11,6 +11,9 @@ import (
 
 // idleWindow is how long each idle measurement lasts.
 func (b *bench) idleWindow() time.Duration {
+	if b.cfg.idleWindow > 0 {
+		return b.cfg.idleWindow
+	}
 	if b.cfg.quick {
 		return 15 * time.Second
 	}

@@ -48,6 +48,8 @@ type config struct {
 	cpuProfiles string
 	// memoryAge is how long the memory scenario lets a filled syncer run before measuring.
 	memoryAge time.Duration
+	// idleWindow, if set, is how long each idle measurement lasts.
+	idleWindow time.Duration
 	// edges are the syncer counts of the edges scenario; edgeObjects the ConfigMaps in each mailbox.
 	edges       []int
 	edgeObjects int
@@ -75,6 +77,7 @@ func main() {
 	var edges string
 	flag.StringVar(&edges, "edges", "", "Syncer counts of the edges scenario, comma-separated (default 10,50; -quick 3,6).")
 	flag.IntVar(&c.edgeObjects, "edge-objects", 10, "ConfigMaps in each mailbox of the edges scenario.")
+	flag.DurationVar(&c.idleWindow, "idle-window", 0, "How long each idle measurement lasts (default 1m; -quick 15s); the heartbeat refreshes every 5m, so take 5m or more for bytes per day.")
 	flag.DurationVar(&c.memoryAge, "memory-age", 0, "How long the memory and podmemory scenarios let the syncer run once settled before measuring (e.g. 3m: per-key bookkeeping kept for a write-loop window is then gone).")
 	flag.StringVar(&c.plugin, "plugin", "bin/kubectl-kubestellar-syncer_gen", "syncer-gen (make build), for the podmemory scenario.")
 	flag.StringVar(&c.syncerImage, "syncer-image", "kubestellar-syncer:dev", "The syncer's image the podmemory scenario runs (syncer-gen's --syncer-image).")
