@@ -304,10 +304,12 @@ func (c *Controller) Handler(ctx context.Context, downstream bool, gvr schema.Gr
 			name = r.Rename.UpName(name) // keys name the upstream object
 		}
 		key := framework.Key{GVR: r.KeyGVR(), Namespace: u.GetNamespace(), Name: name}
-		if downstream && why == "deleted" {
-			c.stored.set(key, 0)
-		} else if downstream {
-			c.stored.observe(key, u)
+		if downstream && c.ours(u) { // the edge's Namespaces are all watched: other syncers' too
+			if why == "deleted" {
+				c.stored.set(key, 0)
+			} else {
+				c.stored.observe(key, u)
+			}
 		}
 		if downstream && c.echoes.echo(key, u.GetResourceVersion()) && why != "deleted" {
 			logger.V(logging.Trace).Info("Not enqueueing the echo of its own write", "key", key.String(), "reason", why)

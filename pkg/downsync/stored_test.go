@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubestellar/syncer/pkg/framework"
@@ -80,5 +81,32 @@ func TestEdgeStorageBound(t *testing.T) {
 	h.c.stored.observe(keyY, marked)
 	if ok, would := h.c.stored.reserve(key, size); ok {
 		t.Errorf("x admitted beside a kept copy that fills the bound: would hold %d over %d", would, h.c.stored.limit)
+	}
+}
+
+// TestEdgeStorageCountsOwnCopies: the edge's caches hold other syncers' copies too (every Namespace
+// is watched): only this syncer's count.
+func TestEdgeStorageCountsOwnCopies(t *testing.T) {
+	h := newHarness(t, selecting("a"), objs(nsA), objs(nsA))
+	handler := h.c.Handler(context.Background(), true, cmGVR)
+	copyOf := func(owner string) *unstructured.Unstructured {
+		d := owned(t, upCM)
+		d.SetLabels(map[string]string{mapping.OwnerLabel: owner})
+		ann := d.GetAnnotations()
+		ann[mapping.StoredBytesAnnotation] = "1000"
+		d.SetAnnotations(ann)
+		return d
+	}
+	handler.OnAdd(copyOf("another-target"), false)
+	if h.c.stored.total != 0 {
+		t.Errorf("another syncer's copy counted: %d", h.c.stored.total)
+	}
+	handler.OnAdd(copyOf("t"), false)
+	if h.c.stored.total != 1000 {
+		t.Errorf("this syncer's copy counted %d, want 1000", h.c.stored.total)
+	}
+	handler.OnDelete(copyOf("t"))
+	if h.c.stored.total != 0 {
+		t.Errorf("after its deletion: %d", h.c.stored.total)
 	}
 }
