@@ -112,8 +112,8 @@ func TestTwoSyncersOneConfig(t *testing.T) {
 	f.create(f.up, gvrConfigMaps, configMap(ns, "app", map[string]interface{}{"k": "v"}))
 	f.syncerConfig(f.name, nsScope([]string{ns}, resource("", "v1", "configmaps")))
 	x, y := f.name+"-x", f.name+"-y"
-	f.startSyncer(f.ownConfigs(), withArgs("--sync-target-name="+x, "--heartbeat-period=1s"))
-	py := f.startSyncer(f.ownConfigs(), withArgs("--sync-target-name="+y, "--heartbeat-period=1s", "--downstream-kubeconfig="+edge2.Kubeconfig))
+	f.startSyncer(f.ownConfigs(), withArgs("--sync-target-name="+x, "--heartbeat-period=1s", "--heartbeat-refresh-period=2s"))
+	py := f.startSyncer(f.ownConfigs(), withArgs("--sync-target-name="+y, "--heartbeat-period=1s", "--heartbeat-refresh-period=2s", "--downstream-kubeconfig="+edge2.Kubeconfig))
 
 	entries := func(o *unstructured.Unstructured) map[string]string {
 		out := map[string]string{}
