@@ -196,9 +196,19 @@ func run(c config) (err error) {
 		if !c.scenarios[s.name] {
 			continue
 		}
-		if c.baseline != "" {
+		if c.baseline != "" && s.name != "idle" {
+			fn := s.fn
+			if s.name == "sync" && c.scenarios["idle"] {
+				// idle measures the syncer sync leaves running: the baseline's, before asBaseline stops it.
+				fn = func(ctx context.Context) error {
+					if err := b.initialSync(ctx); err != nil {
+						return err
+					}
+					return b.idle(ctx)
+				}
+			}
 			logf("== scenario %s, baseline syncer %s", s.name, c.baseline)
-			if err := b.asBaseline(ctx, s.fn); err != nil {
+			if err := b.asBaseline(ctx, fn); err != nil {
 				return fmt.Errorf("scenario %s, baseline syncer: %w", s.name, err)
 			}
 		}
