@@ -142,9 +142,7 @@ func (lw *observedListWatch) WatchWithContext(ctx context.Context, o metav1.List
 	if initial {
 		early = lw.early
 	}
-	ow := newObservedWatch(w, lw.h, initial, early)
-	ow.logger = klog.FromContext(ctx)
-	return ow, nil
+	return newObservedWatch(klog.FromContext(ctx), w, lw.h, initial, early), nil
 }
 
 // List and Watch serve callers without a context (none of the syncer's).
@@ -172,12 +170,13 @@ type observedWatch struct {
 	stopOnce sync.Once
 	h        *Health
 	initial  bool
+	stall    time.Duration // streamStall, when the watch began
 	early    func(*unstructured.Unstructured)
 	logger   klog.Logger
 }
 
-func newObservedWatch(in watch.Interface, h *Health, initial bool, early func(*unstructured.Unstructured)) *observedWatch {
-	w := &observedWatch{in: in, out: make(chan watch.Event), done: make(chan struct{}), h: h, initial: initial, early: early, logger: klog.Background()}
+func newObservedWatch(logger klog.Logger, in watch.Interface, h *Health, initial bool, early func(*unstructured.Unstructured)) *observedWatch {
+	w := &observedWatch{in: in, out: make(chan watch.Event), done: make(chan struct{}), h: h, initial: initial, stall: streamStall, early: early, logger: logger}
 	go w.loop()
 	return w
 }
@@ -195,7 +194,7 @@ func (w *observedWatch) Stop() {
 func (w *observedWatch) loop() {
 	defer close(w.out)
 	initial := w.initial
-	stall := time.NewTimer(streamStall)
+	stall := time.NewTimer(w.stall)
 	defer stall.Stop()
 	if !initial {
 		stall.Stop()
@@ -209,7 +208,7 @@ func (w *observedWatch) loop() {
 			}
 			e = ev
 		case <-stall.C:
-			w.stalled(fmt.Sprintf("it brought no object for %v and has not ended", streamStall))
+			w.stalled(fmt.Sprintf("it brought no object for %v and has not ended", w.stall))
 			return
 		case <-w.done:
 			return
@@ -218,7 +217,7 @@ func (w *observedWatch) loop() {
 		case e.Type == watch.Error:
 			w.h.dropped()
 		case initial && e.Type == watch.Added:
-			stall.Reset(streamStall)
+			stall.Reset(w.stall)
 			if u, ok := e.Object.(*unstructured.Unstructured); ok && w.early != nil {
 				w.early(u)
 			}

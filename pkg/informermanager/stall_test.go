@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
 )
 
 // TestStreamedListStalls: a streamed list that brings no object for a while, or a plain bookmark
@@ -47,7 +48,7 @@ func TestStreamedListStalls(t *testing.T) {
 		{"ended", []watch.Event{{Type: watch.Added, Object: cm}, {Type: watch.Bookmark, Object: bookmark(true)}}, false},
 	} {
 		in := watch.NewFake()
-		w := newObservedWatch(in, &Health{}, true, nil)
+		w := newObservedWatch(klog.Background(), in, &Health{}, true, nil)
 		go func() {
 			for _, e := range c.send {
 				in.Action(e.Type, e.Object)
@@ -73,7 +74,7 @@ func TestStreamedListStalls(t *testing.T) {
 	}
 	// A plain watch, quiet for longer: never taken for stalled.
 	in := watch.NewFake()
-	w := newObservedWatch(in, &Health{}, false, nil)
+	w := newObservedWatch(klog.Background(), in, &Health{}, false, nil)
 	select {
 	case e := <-w.ResultChan():
 		t.Errorf("a quiet watch: %v", e.Type)
