@@ -64,10 +64,12 @@ func TestPause(t *testing.T) {
 		o.SetAnnotations(a)
 		_ = unstructured.SetNestedField(o.Object, "hotfix", "data", "mode")
 	})
+	// Once the syncer has seen the pause (it says so upstream), the mailbox changes the object: a
+	// change it reads before its cache holds the technician's write would race the pause.
+	f.waitEvent(f.up, ns, "site", "Paused", "on the edge copy")
 	f.update(f.up, gvrConfigMaps, ns, "site", func(o *unstructured.Unstructured) {
 		_ = unstructured.SetNestedField(o.Object, "two", "data", "mode")
 	})
-	f.waitEvent(f.up, ns, "site", "Paused", "on the edge copy")
 	consistently(t, 3*time.Second, "the paused edge copy keeps its hotfix", func() (bool, string) {
 		o, err := f.get(f.down, gvrConfigMaps, ns, "site")
 		if err != nil {
