@@ -27,17 +27,8 @@ func newBytes() *prometheus.CounterVec {
 // "deployments.apps"); "" for discovery and paths that name none. Paths may carry a kcp
 // /clusters/<name> prefix.
 func Resource(path string) string {
-	segs := strings.Split(strings.Trim(path, "/"), "/")
-	if len(segs) >= 2 && segs[0] == "clusters" {
-		segs = segs[2:]
-	}
-	group := ""
-	switch {
-	case len(segs) >= 3 && segs[0] == "api":
-		segs = segs[2:]
-	case len(segs) >= 4 && segs[0] == "apis":
-		group, segs = segs[1], segs[3:]
-	default:
+	group, segs, ok := apiPath(path)
+	if !ok || len(segs) == 0 {
 		return ""
 	}
 	if segs[0] == "watch" {
@@ -55,11 +46,28 @@ func Resource(path string) string {
 	return segs[0] + "." + group
 }
 
-// countBytes counts what req sends and what its response brings on Bytes. It asks for gzip itself,
-// unless the caller did, so that the body is counted as it travels, and decompresses it for the
-// caller.
-func (r roundTripper) countBytes(req *http.Request) (*http.Request, func(*http.Response)) {
-	verb, resource := Verb(req.Method, req.URL.Path, req.URL.Query().Get("watch")), Resource(req.URL.Path)
+// apiPath splits a request path of a group version (/api/v1/..., /apis/<group>/<version>/..., each
+// perhaps under kcp's /clusters/<name>) into the group and what follows the version; ok is false
+// for any other path (discovery of the groups, /version, /openapi...).
+func apiPath(path string) (group string, rest []string, ok bool) {
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	if len(segs) >= 2 && segs[0] == "clusters" {
+		segs = segs[2:]
+	}
+	switch {
+	case len(segs) >= 2 && segs[0] == "api":
+		return "", segs[2:], true // api, v1
+	case len(segs) >= 3 && segs[0] == "apis":
+		return segs[1], segs[3:], true // apis, group, version
+	}
+	return "", nil, false
+}
+
+// countBytes counts what req (of verb) sends and what its response brings on Bytes. It asks for
+// gzip itself, unless the caller did, so that the body is counted as it travels, and decompresses it
+// for the caller.
+func (r roundTripper) countBytes(req *http.Request, verb string) (*http.Request, func(*http.Response)) {
+	resource := Resource(req.URL.Path)
 	if req.ContentLength > 0 {
 		r.m.Bytes.WithLabelValues(r.side, Sent, verb, resource).Add(float64(req.ContentLength))
 	}

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -329,14 +328,15 @@ type roundTripper struct {
 }
 
 func (r roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	req, received := r.countBytes(req)
+	verb := Verb(req.Method, req.URL.Path, req.URL.Query().Get("watch"))
+	req, received := r.countBytes(req, verb)
 	resp, err := r.next.RoundTrip(req)
 	code := "error"
 	if err == nil {
 		code = strconv.Itoa(resp.StatusCode)
 		received(resp)
 	}
-	r.m.APIRequests.WithLabelValues(r.side, Verb(req.Method, req.URL.Path, req.URL.Query().Get("watch")), code).Inc()
+	r.m.APIRequests.WithLabelValues(r.side, verb, code).Inc()
 	return resp, err
 }
 
@@ -359,16 +359,8 @@ func Verb(method, path, watch string) string {
 	if watch == "true" || watch == "1" {
 		return "WATCH"
 	}
-	segs := strings.Split(strings.Trim(path, "/"), "/")
-	if len(segs) >= 2 && segs[0] == "clusters" {
-		segs = segs[2:]
-	}
-	switch {
-	case len(segs) >= 2 && segs[0] == "api":
-		segs = segs[2:] // api, v1
-	case len(segs) >= 3 && segs[0] == "apis":
-		segs = segs[3:] // apis, group, version
-	default:
+	_, segs, ok := apiPath(path)
+	if !ok {
 		return "DISCOVERY" // /api, /apis, /apis/group, /version, /openapi...
 	}
 	if len(segs) > 0 && segs[0] == "watch" {

@@ -14,8 +14,9 @@ const minWriteInterval = time.Second
 
 // pace remembers when each key's status was last written upstream.
 type pace struct {
-	mu   sync.Mutex
-	last map[framework.Key]time.Time
+	mu    sync.Mutex
+	last  map[framework.Key]time.Time
+	swept time.Time // when entries older than the interval last went
 }
 
 // wait is how long key must wait before its status may be written again (0: now).
@@ -28,15 +29,17 @@ func (p *pace) wait(key framework.Key, now time.Time) time.Duration {
 	return 0
 }
 
-// wrote records a write of key's status at now; entries older than the interval go once there are
-// many, so that the map holds the keys written within about an interval.
+// wrote records a write of key's status at now; entries older than the interval go at most once an
+// interval, once there are many (a sweep per write would cost a burst of writes the square of its
+// size), so that the map holds the keys written within about two intervals.
 func (p *pace) wrote(key framework.Key, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.last == nil {
 		p.last = map[framework.Key]time.Time{}
 	}
-	if len(p.last) >= 1024 {
+	if len(p.last) >= 1024 && now.Sub(p.swept) >= minWriteInterval {
+		p.swept = now
 		for k, at := range p.last {
 			if now.Sub(at) >= minWriteInterval {
 				delete(p.last, k)
